@@ -1,0 +1,73 @@
+/*
+ * The on-disk log: one file per process, little-endian, fixed-width fields,
+ * versioned, a CRC-32 (zlib) per region. docs/logformat.md describes the
+ * same layout for readers in other languages.
+ *
+ *   header      64 bytes, see below
+ *   region table  region_count entries of 32 bytes
+ *   regions     each at its own offset; unknown region types are skipped
+ *
+ * Readers accept any minor version of their major version; a region type or
+ * module they do not know is skipped, and counter names travel in the
+ * SCHEMA region, so a reader maps counters by name, not by position.
+ */
+#ifndef SLUICE_LOGFMT_H
+#define SLUICE_LOGFMT_H
+
+#include <stdint.h>
+
+#define SLUICE_LOG_MAGIC "SLUICELG"      /* 8 bytes, no NUL */
+#define SLUICE_LOG_VERSION_MAJOR 1
+#define SLUICE_LOG_VERSION_MINOR 0
+#define SLUICE_LOG_HEADER_SIZE 64
+#define SLUICE_LOG_REGION_ENTRY_SIZE 32
+#define SLUICE_LOG_MAX_REGIONS 64
+
+/* Header (offset: field)
+ *   0: magic[8]
+ *   8: u16 version_major, 10: u16 version_minor
+ *  12: u32 header_size (64)
+ *  16: u32 region_count
+ *  20: u32 flags (SLUICE_LOG_F_*)
+ *  24: u64 file_size (bytes, the whole log)
+ *  32: u32 region_table_offset
+ *  36..59: zero
+ *  60: u32 crc32 of bytes 0..59 followed by the whole region table
+ */
+enum sluice_log_flags {
+    SLUICE_LOG_F_PARTIAL = 1u << 0,  /* some files folded into "<other files>" */
+    SLUICE_LOG_F_SIGNAL = 1u << 1,   /* written from a signal handler (SIGTERM) */
+};
+
+/* Region table entry: u32 type, u32 version, u64 offset, u64 length,
+ * u32 crc32 of the region's bytes, u32 zero. */
+enum sluice_log_region_type {
+    SLUICE_LOG_R_PROCESS = 1,  /* who ran: see below */
+    SLUICE_LOG_R_SCHEMA = 2,   /* modules and their counter names */
+    SLUICE_LOG_R_NAMES = 3,    /* record id -> path */
+    SLUICE_LOG_R_MODULE = 4,   /* one module's records (one region per module) */
+};
+
+/* PROCESS region:
+ *   u64 pid, u64 ppid, i64 rank (-1: not MPI), i64 nprocs (-1),
+ *   u64 start_unix_ns, u64 end_unix_ns, u64 start_mono_ns, u32 end_reason, u32 nstrings
+ *   then nstrings × { u16 key_len, key, u32 value_len, value }
+ * keys: job_id, host, exe, cmdline, mode, paths, version
+ */
+enum sluice_log_end_reason {
+    SLUICE_END_EXIT = 1,     /* normal exit (destructor) */
+    SLUICE_END_SIGNAL = 2,   /* SIGTERM */
+    SLUICE_END_EXIT_NOW = 3, /* _exit / _Exit */
+    SLUICE_END_EXEC = 4,     /* exec replaced the process image */
+};
+
+/* SCHEMA region: u32 nmodules, then per module:
+ *   u16 id, u16 version, u16 name_len, name, u16 ni, u16 nf,
+ *   ni × { u16 len, name }, nf × { u16 len, name }
+ * NAMES region: u32 count, then count × { u64 record_id, u32 len, path }
+ * MODULE region: u16 module_id, u16 zero, u32 nrecords, then per record:
+ *   u64 record_id, u32 flags, u32 zero,
+ *   i64 app[ni], i64 fs[ni], f64 app[nf], f64 fs[nf]      (ni, nf from SCHEMA)
+ */
+
+#endif

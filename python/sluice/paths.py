@@ -1,0 +1,29 @@
+"""Where the installed native parts of sluice live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sluice.errors import UserError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def native(name: str, kind: str = "lib") -> Path:
+    """Path of a native file shipped in the package (``lib`` or ``bin``).
+
+    ``SLUICE_NATIVE_DIR`` overrides the location, so that a build tree can be
+    tested without installing it.
+    """
+    base = os.environ.get("SLUICE_NATIVE_DIR")
+    candidates = [Path(base) / name] if base else []
+    candidates.append(PACKAGE_DIR / kind / name)
+    for c in candidates:
+        if c.exists():
+            return c
+    raise UserError(f"{name} is not installed (looked in {', '.join(str(c.parent) for c in candidates)}); reinstall sluice with scripts/setup")
+
+
+def preload_library() -> Path:
+    return native("libsluice.so", "lib")

@@ -1,0 +1,159 @@
+/*
+ * Counter updates; see counters.h. The module decides which counters an
+ * access touches (the tables below); the arithmetic is shared.
+ */
+#include "core/counters.h"
+
+uint64_t sluice_start_mono_ns;
+
+/* Where each kind of access lands, per module; -1: the module has no such counter. */
+struct rw_slots {
+    int ops, bytes, max_byte, consec, seq, size0, rw_switches;
+    int f_time, f_start, f_end;
+};
+
+static const struct rw_slots posix_rw[2] = {
+    [SLUICE_READ] = {POSIX_READS, POSIX_BYTES_READ, POSIX_MAX_BYTE_READ, POSIX_CONSEC_READS,
+                     POSIX_SEQ_READS, POSIX_SIZE_READ_0_100, POSIX_RW_SWITCHES, POSIX_F_READ_TIME,
+                     POSIX_F_READ_START_TIMESTAMP, POSIX_F_READ_END_TIMESTAMP},
+    [SLUICE_WRITE] = {POSIX_WRITES, POSIX_BYTES_WRITTEN, POSIX_MAX_BYTE_WRITTEN, POSIX_CONSEC_WRITES,
+                      POSIX_SEQ_WRITES, POSIX_SIZE_WRITE_0_100, POSIX_RW_SWITCHES, POSIX_F_WRITE_TIME,
+                      POSIX_F_WRITE_START_TIMESTAMP, POSIX_F_WRITE_END_TIMESTAMP},
+};
+static const struct rw_slots stdio_rw[2] = {
+    [SLUICE_READ] = {STDIO_READS, STDIO_BYTES_READ, STDIO_MAX_BYTE_READ, -1, -1, -1, -1,
+                     STDIO_F_READ_TIME, STDIO_F_READ_START_TIMESTAMP, STDIO_F_READ_END_TIMESTAMP},
+    [SLUICE_WRITE] = {STDIO_WRITES, STDIO_BYTES_WRITTEN, STDIO_MAX_BYTE_WRITTEN, -1, -1, -1, -1,
+                      STDIO_F_WRITE_TIME, STDIO_F_WRITE_START_TIMESTAMP, STDIO_F_WRITE_END_TIMESTAMP},
+};
+
+struct meta_slots {
+    int opens, errors, f_meta, f_write, f_open_start, f_close_end;
+};
+static const struct meta_slots posix_meta = {POSIX_OPENS, POSIX_ERRORS, POSIX_F_META_TIME,
+                                             POSIX_F_WRITE_TIME, POSIX_F_OPEN_START_TIMESTAMP,
+                                             POSIX_F_CLOSE_END_TIMESTAMP};
+static const struct meta_slots stdio_meta = {STDIO_OPENS, STDIO_ERRORS, STDIO_F_META_TIME,
+                                             STDIO_F_WRITE_TIME, STDIO_F_OPEN_START_TIMESTAMP,
+                                             STDIO_F_CLOSE_END_TIMESTAMP};
+
+static const struct meta_slots *meta_of(const struct sluice_record *r)
+{
+    return r->module == SLUICE_MOD_STDIO ? &stdio_meta : &posix_meta;
+}
+
+/* Darshan's ten access-size buckets: 0-100, 100-1K, 1K-10K, ... 100M-1G, 1G+. */
+static int size_bucket(int64_t n)
+{
+    static const int64_t limits[] = {100, 1024, 10240, 102400, 1048576, 4194304,
+                                     10485760, 104857600, 1073741824};
+    int b = 0;
+    while (b < 9 && n > limits[b])
+        b++;
+    return b;
+}
+
+static double since_start(uint64_t t)
+{
+    return t > sluice_start_mono_ns ? (double)(t - sluice_start_mono_ns) * 1e-9 : 0.0;
+}
+
+void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
+                     int64_t off, int64_t n, uint64_t t0, uint64_t t1)
+{
+    const struct rw_slots *s = r->module == SLUICE_MOD_STDIO ? &stdio_rw[kind] : &posix_rw[kind];
+    double dt = (double)(t1 - t0) * 1e-9;
+    double ts0 = since_start(t0), ts1 = since_start(t1);
+
+    pthread_mutex_lock(&r->lock);
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
+        if (!(sides & (1u << side)))
+            continue;
+        int64_t *ic = r->ic + side * r->ni;
+        double *fc = r->fc + side * r->nf;
+        ic[s->ops]++;
+        ic[s->bytes] += n;
+        if (s->size0 >= 0)
+            ic[s->size0 + size_bucket(n)]++;
+        if (off >= 0) {
+            int64_t last = r->last_end[side][kind];
+            if (n > 0 && off + n - 1 > ic[s->max_byte])
+                ic[s->max_byte] = off + n - 1;
+            if (last >= 0 && s->consec >= 0) {
+                if (off == last)
+                    ic[s->consec]++;
+                if (off >= last)
+                    ic[s->seq]++;
+            }
+            r->last_end[side][kind] = off + n;
+        }
+        if (s->rw_switches >= 0) {
+            int k = kind == SLUICE_READ ? 1 : 2;
+            if (r->last_kind[side] && r->last_kind[side] != k)
+                ic[s->rw_switches]++;
+            r->last_kind[side] = k;
+        }
+        fc[s->f_time] += dt;
+        if (fc[s->f_start] == 0.0 || ts0 < fc[s->f_start])
+            fc[s->f_start] = ts0 > 0 ? ts0 : 1e-9;
+        if (ts1 > fc[s->f_end])
+            fc[s->f_end] = ts1;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void count_timed(struct sluice_record *r, unsigned sides, int counter, int ftime,
+                        int fstamp_first, int fstamp_last, uint64_t t0, uint64_t t1)
+{
+    double dt = (double)(t1 - t0) * 1e-9;
+    double ts0 = since_start(t0), ts1 = since_start(t1);
+
+    pthread_mutex_lock(&r->lock);
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
+        if (!(sides & (1u << side)))
+            continue;
+        int64_t *ic = r->ic + side * r->ni;
+        double *fc = r->fc + side * r->nf;
+        if (counter >= 0)
+            ic[counter]++;
+        fc[ftime] += dt;
+        if (fstamp_first >= 0 && fc[fstamp_first] == 0.0)
+            fc[fstamp_first] = ts0 > 0 ? ts0 : 1e-9;
+        if (fstamp_last >= 0 && ts1 > fc[fstamp_last])
+            fc[fstamp_last] = ts1;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)
+{
+    const struct meta_slots *m = meta_of(r);
+    count_timed(r, sides, m->opens, m->f_meta, m->f_open_start, -1, t0, t1);
+}
+
+void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)
+{
+    const struct meta_slots *m = meta_of(r);
+    count_timed(r, sides, -1, m->f_meta, -1, m->f_close_end, t0, t1);
+}
+
+void sluice_count_meta(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1)
+{
+    count_timed(r, sides, counter, meta_of(r)->f_meta, -1, -1, t0, t1);
+}
+
+void sluice_count_sync(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1)
+{
+    count_timed(r, sides, counter, meta_of(r)->f_write, -1, -1, t0, t1);
+}
+
+void sluice_count_error(struct sluice_record *r, unsigned sides)
+{
+    int e = meta_of(r)->errors;
+
+    pthread_mutex_lock(&r->lock);
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++)
+        if (sides & (1u << side))
+            r->ic[side * r->ni + e]++;
+    pthread_mutex_unlock(&r->lock);
+}

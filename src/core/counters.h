@@ -1,0 +1,41 @@
+/*
+ * Updating counters. Every function takes a side mask (SLUICE_SIDES_*: the
+ * app side, the fs side, or both at once in pass-through) and the start and
+ * end of the real call on the monotonic clock, and takes the record's lock.
+ */
+#ifndef SLUICE_CORE_COUNTERS_H
+#define SLUICE_CORE_COUNTERS_H
+
+#include <stdint.h>
+
+#include "core/record.h"
+
+#define SLUICE_SIDES_APP 1u
+#define SLUICE_SIDES_FS 2u
+#define SLUICE_SIDES_BOTH 3u
+
+enum sluice_access { SLUICE_READ = 0, SLUICE_WRITE = 1 };
+
+/* Process start on the monotonic clock: timestamps are relative to it. */
+extern uint64_t sluice_start_mono_ns;
+
+/* A read or write of n bytes at offset off (off < 0: unknown position, the
+ * offset-derived counters are left alone). */
+void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
+                     int64_t off, int64_t n, uint64_t t0, uint64_t t1);
+
+/* An open (POSIX_OPENS / STDIO_OPENS, first-open timestamp, meta time). */
+void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1);
+
+/* A close: meta time and the last-close timestamp. */
+void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1);
+
+/* Any other operation: counter (an integer counter index of r's module, or
+ * -1 for none) plus one, and its time added to the meta or write time. */
+void sluice_count_meta(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1);
+void sluice_count_sync(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1);
+
+/* A call that failed. */
+void sluice_count_error(struct sluice_record *r, unsigned sides);
+
+#endif

@@ -1,0 +1,376 @@
+/*
+ * Open files and the descriptor table; see file.h.
+ *
+ * Counting: the core counts the app side of every call here, around the
+ * whole tier stack. When the stack is the pass-through tier alone
+ * (f->sides == both), the same numbers are the fs side and are counted in
+ * the same locked update; otherwise the bottom tier counts the fs side.
+ */
+#include "core/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "common/arena.h"
+#include "common/pathnorm.h"
+#include "core/counters.h"
+#include "core/policy.h"
+#include "core/stack.h"
+#include "interpose/real.h"
+
+/* Lowest number for descriptors sluice keeps for itself: far from the small
+ * numbers programs expect to get back from open(). */
+#define SLUICE_PRIVATE_FD_MIN 512
+
+uint64_t sluice_fork_gen;
+
+static _Atomic(struct sluice_file *) *fd_table;
+static int fd_table_size;
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sluice_file *free_list;
+
+int sluice_files_init(void)
+{
+    struct rlimit rl;
+    size_t n = 65536;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > n)
+        n = rl.rlim_max;
+    if (n > (1u << 20))
+        n = 1u << 20;
+    /* Untouched pages cost nothing: only slots of descriptors in use are backed. */
+    void *m = mmap(NULL, n * sizeof *fd_table, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return -errno;
+    fd_table = m;
+    fd_table_size = (int)n;
+    return 0;
+}
+
+static struct sluice_file *file_alloc(void)
+{
+    struct sluice_file *f;
+
+    pthread_mutex_lock(&free_lock);
+    f = free_list;
+    if (f)
+        free_list = f->free_next;
+    pthread_mutex_unlock(&free_lock);
+    if (!f)
+        f = sluice_arena_alloc(sizeof *f);
+    if (f) {
+        atomic_store(&f->refs, 1);
+        atomic_store(&f->nfds, 0);
+        f->free_next = NULL;
+    }
+    return f;
+}
+
+void sluice_file_put(struct sluice_file *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    pthread_mutex_lock(&free_lock);
+    f->free_next = free_list;
+    free_list = f;
+    pthread_mutex_unlock(&free_lock);
+}
+
+struct sluice_file *sluice_fd_get(int fd)
+{
+    struct sluice_file *f;
+
+    if ((unsigned)fd >= (unsigned)fd_table_size)
+        return NULL;
+    f = atomic_load_explicit(&fd_table[fd], memory_order_acquire);
+    if (!f)
+        return NULL;
+    atomic_fetch_add(&f->refs, 1);
+    if (atomic_load_explicit(&fd_table[fd], memory_order_acquire) != f) {
+        sluice_file_put(f);   /* closed under us */
+        return NULL;
+    }
+    return f;
+}
+
+/* Take fd's slot away; returns what it held (with the slot's reference). */
+static struct sluice_file *fd_take(int fd)
+{
+    if ((unsigned)fd >= (unsigned)fd_table_size)
+        return NULL;
+    return atomic_exchange(&fd_table[fd], NULL);
+}
+
+static void fd_install(int fd, struct sluice_file *f)
+{
+    struct sluice_file *old;
+
+    atomic_fetch_add(&f->refs, 1);
+    atomic_fetch_add(&f->nfds, 1);
+    old = atomic_exchange(&fd_table[fd], f);
+    if (old) {
+        /* fd was closed behind our back (close_range, a raw syscall). */
+        atomic_fetch_sub(&old->nfds, 1);
+        sluice_file_put(old);
+    }
+}
+
+void sluice_fd_forget(int fd)
+{
+    struct sluice_file *f = fd_take(fd);
+    if (f) {
+        atomic_fetch_sub(&f->nfds, 1);
+        sluice_file_put(f);
+    }
+}
+
+int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+    char abs[PATH_MAX];
+    struct sluice_file *f = NULL;
+    struct sluice_record *rec;
+    uint64_t t0, t1;
+    int fd;
+
+    if (sluice_policy_skip_fast(path) ||
+        sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
+        !sluice_policy_records(abs) ||
+        (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL ||
+        (f = file_alloc()) == NULL ||
+        sluice_stack_build(f) != 0) {
+        if (f)
+            sluice_file_put(f);
+        fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+        if (fd < 0)
+            return -errno;
+        sluice_fd_forget(fd);
+        return fd;
+    }
+    f->rec = rec;
+    f->flags = flags;
+    atomic_store(&f->pos, 0);
+    f->fork_gen = sluice_fork_gen;
+    f->fd = -1;
+
+    t0 = sluice_now_ns();
+    fd = sluice_tier_open(f, 0, dirfd, path, flags, mode);
+    t1 = sluice_now_ns();
+    if (fd < 0) {
+        sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        sluice_file_put(f);
+        return fd;
+    }
+    f->fd = fd;
+    sluice_count_open(rec, f->sides, t0, t1);
+    if ((unsigned)fd < (unsigned)fd_table_size)
+        fd_install(fd, f);
+    sluice_file_put(f);   /* the table holds it now */
+    return fd;
+}
+
+/* Offset at which a current-position transfer of n bytes began, and the
+ * tracked position moved past it. The kernel is asked only when our own
+ * tracking cannot know: O_APPEND, or a description shared with another
+ * process since a fork. */
+static int64_t file_pos_advance(struct sluice_file *f, int fd, int64_t n)
+{
+    if ((f->flags & O_APPEND) || f->fork_gen != sluice_fork_gen) {
+        off_t end = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
+        if (end < 0)
+            return -1;
+        atomic_store(&f->pos, (int64_t)end);
+        return (int64_t)end - n;
+    }
+    return atomic_fetch_add(&f->pos, n);
+}
+
+static ssize_t file_rw_done(struct sluice_file *f, int fd, enum sluice_access kind, ssize_t rc,
+                            off_t off, uint64_t t0, uint64_t t1)
+{
+    if (rc < 0) {
+        sluice_count_error(f->rec, f->sides);
+        return rc;
+    }
+    int64_t start = off >= 0 ? (int64_t)off : file_pos_advance(f, fd, rc);
+    sluice_count_rw(f->rec, f->sides, kind, start, rc, t0, t1);
+    return rc;
+}
+
+ssize_t sluice_file_read(struct sluice_file *f, int fd, void *buf, size_t n, off_t off)
+{
+    uint64_t t0 = sluice_now_ns();
+    ssize_t rc = sluice_tier_read(f, 0, buf, n, off);
+    return file_rw_done(f, fd, SLUICE_READ, rc, off, t0, sluice_now_ns());
+}
+
+ssize_t sluice_file_write(struct sluice_file *f, int fd, const void *buf, size_t n, off_t off)
+{
+    uint64_t t0 = sluice_now_ns();
+    ssize_t rc = sluice_tier_write(f, 0, buf, n, off);
+    return file_rw_done(f, fd, SLUICE_WRITE, rc, off, t0, sluice_now_ns());
+}
+
+ssize_t sluice_file_readv(struct sluice_file *f, int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    uint64_t t0 = sluice_now_ns();
+    ssize_t rc = sluice_tier_readv(f, 0, iov, cnt, off, flags);
+    return file_rw_done(f, fd, SLUICE_READ, rc, off, t0, sluice_now_ns());
+}
+
+ssize_t sluice_file_writev(struct sluice_file *f, int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    uint64_t t0 = sluice_now_ns();
+    ssize_t rc = sluice_tier_writev(f, 0, iov, cnt, off, flags);
+    return file_rw_done(f, fd, SLUICE_WRITE, rc, off, t0, sluice_now_ns());
+}
+
+off_t sluice_file_lseek(struct sluice_file *f, int fd, off_t off, int whence)
+{
+    uint64_t t0 = sluice_now_ns();
+    off_t rc = sluice_tier_lseek(f, 0, off, whence);
+    uint64_t t1 = sluice_now_ns();
+
+    if (rc < 0) {
+        sluice_count_error(f->rec, f->sides);
+        return rc;
+    }
+    atomic_store(&f->pos, (int64_t)rc);
+    sluice_count_meta(f->rec, f->sides, POSIX_SEEKS, t0, t1);
+    return rc;
+}
+
+int sluice_file_fsync(struct sluice_file *f, int datasync)
+{
+    uint64_t t0 = sluice_now_ns();
+    int rc = sluice_tier_fsync(f, 0, datasync);
+    uint64_t t1 = sluice_now_ns();
+
+    if (rc < 0)
+        sluice_count_error(f->rec, f->sides);
+    else
+        sluice_count_sync(f->rec, f->sides, datasync ? POSIX_FDSYNCS : POSIX_FSYNCS, t0, t1);
+    return rc;
+}
+
+int sluice_file_ftruncate(struct sluice_file *f, off_t len)
+{
+    uint64_t t0 = sluice_now_ns();
+    int rc = sluice_tier_ftruncate(f, 0, len);
+    uint64_t t1 = sluice_now_ns();
+
+    if (rc < 0)
+        sluice_count_error(f->rec, f->sides);
+    else
+        sluice_count_meta(f->rec, f->sides, POSIX_TRUNCATES, t0, t1);
+    return rc;
+}
+
+int sluice_file_fstat(struct sluice_file *f, struct stat *st)
+{
+    uint64_t t0 = sluice_now_ns();
+    int rc = sluice_tier_fstat(f, 0, st);
+    uint64_t t1 = sluice_now_ns();
+
+    if (rc < 0)
+        sluice_count_error(f->rec, f->sides);
+    else
+        sluice_count_meta(f->rec, f->sides, POSIX_STATS, t0, t1);
+    return rc;
+}
+
+int sluice_fd_close(int fd)
+{
+    struct sluice_file *f = fd_take(fd);
+    uint64_t t0, t1;
+    int rc;
+
+    if (!f)
+        return SLUICE_REAL(close)(fd) < 0 ? -errno : 0;
+    t0 = sluice_now_ns();
+    if (atomic_fetch_sub(&f->nfds, 1) == 1) {
+        /* The description's last descriptor: the tiers finish the file. */
+        rc = sluice_tier_close(f, 0);
+        if (fd != f->fd && SLUICE_REAL(close)(fd) < 0 && rc == 0)
+            rc = -errno;
+    } else {
+        if (fd == f->fd) {
+            /* Tiers keep working on the description through a private
+             * copy, since the application may close the original first
+             * (open, dup2 onto 1, close). */
+            int keep = SLUICE_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, SLUICE_PRIVATE_FD_MIN);
+            if (keep >= 0)
+                f->fd = keep;
+        }
+        rc = SLUICE_REAL(close)(fd) < 0 ? -errno : 0;
+    }
+    t1 = sluice_now_ns();
+    /* close() releases the descriptor even when it reports an error. */
+    if (rc < 0)
+        sluice_count_error(f->rec, f->sides);
+    else
+        sluice_count_close(f->rec, f->sides, t0, t1);
+    sluice_file_put(f);
+    return rc;
+}
+
+void sluice_fd_dup(int oldfd, int newfd)
+{
+    struct sluice_file *f = sluice_fd_get(oldfd);
+
+    if (!f)
+        return;
+    if ((unsigned)newfd < (unsigned)fd_table_size) {
+        fd_install(newfd, f);
+        uint64_t t = sluice_now_ns();
+        sluice_count_meta(f->rec, f->sides, POSIX_DUPS, t, t);
+    }
+    sluice_file_put(f);
+}
+
+int sluice_fd_known(int fd)
+{
+    return (unsigned)fd < (unsigned)fd_table_size &&
+           atomic_load_explicit(&fd_table[fd], memory_order_relaxed) != NULL;
+}
+
+void sluice_fd_prepare_replace(int fd)
+{
+    struct sluice_file *f = sluice_fd_get(fd);
+
+    if (!f)
+        return;
+    /* The kernel is about to close fd: if the tiers work through it and
+     * other descriptors still name the description, give them a private copy. */
+    if (f->fd == fd && atomic_load(&f->nfds) > 1) {
+        int keep = SLUICE_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, SLUICE_PRIVATE_FD_MIN);
+        if (keep >= 0)
+            f->fd = keep;
+    }
+    sluice_file_put(f);
+}
+
+void sluice_fd_replaced(int fd)
+{
+    struct sluice_file *f = fd_take(fd);
+    uint64_t t;
+
+    if (!f)
+        return;
+    t = sluice_now_ns();
+    if (atomic_fetch_sub(&f->nfds, 1) == 1 && f->fd != fd)
+        (void)sluice_tier_close(f, 0);   /* the last name was a private copy */
+    /* else the kernel closed the description's last descriptor itself */
+    sluice_count_close(f->rec, f->sides, t, t);
+    sluice_file_put(f);
+}
+
+void sluice_files_after_fork_child(void)
+{
+    pthread_mutex_init(&free_lock, NULL);
+}

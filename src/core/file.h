@@ -1,0 +1,95 @@
+/*
+ * Open files. A struct sluice_file is one open file description (what
+ * open() creates and dup()/fork() share): its record, its tier stack, and
+ * the file position as far as the counters need it. Descriptors map to it
+ * through a flat table indexed by fd; several fds (dup) share one.
+ *
+ * The application keeps real kernel descriptors: sluice never invents or
+ * renumbers them. A descriptor sluice did not see opened (a socket, a pipe,
+ * an excluded path) has no entry and goes straight to the kernel.
+ *
+ * Lifetime: struct sluice_file objects are recycled through a free list and
+ * never returned to the system, so a thread that loads a table slot while
+ * another closes the descriptor touches valid memory; the reference count
+ * taken by sluice_fd_get() and re-checked against the slot makes it safe.
+ */
+#ifndef SLUICE_CORE_FILE_H
+#define SLUICE_CORE_FILE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "core/record.h"
+#include "sluice/sluice_tier.h"
+
+#define SLUICE_MAX_TIERS 4
+
+struct sluice_file {
+    atomic_int refs;                 /* table slots + callers inside a wrapper */
+    atomic_int nfds;                 /* descriptors naming this description */
+    int fd;                          /* the descriptor tiers operate on */
+    int flags;                       /* open() flags */
+    struct sluice_record *rec;       /* POSIX record */
+    _Atomic int64_t pos;             /* file position as the counters track it */
+    uint64_t fork_gen;               /* sluice_fork_gen when opened: else shared with another process */
+    unsigned sides;                  /* where the core counts: both sides when nothing sits above the file system */
+    int depth;                       /* tiers in the stack */
+    const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
+    void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
+    struct sluice_file *free_next;   /* free list link */
+};
+
+/* Incremented in both processes at every fork: a description opened before
+ * the latest fork may have its position moved by the other process. */
+extern uint64_t sluice_fork_gen;
+
+/* Set up the descriptor table (constructor). 0 or -errno. */
+int sluice_files_init(void);
+
+/* The description behind fd with a reference held, or NULL (not ours). */
+struct sluice_file *sluice_fd_get(int fd);
+void sluice_file_put(struct sluice_file *f);
+
+/* Forget whatever the table holds for fd (the kernel reused the number
+ * behind our back, e.g. after close_range). */
+void sluice_fd_forget(int fd);
+
+/* ---- operations: return what the system call returns, as value or -errno ---- */
+
+/* Open (dirfd, path) when the policy records it, else plain openat. */
+int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode);
+
+ssize_t sluice_file_read(struct sluice_file *f, int fd, void *buf, size_t n, off_t off);
+ssize_t sluice_file_write(struct sluice_file *f, int fd, const void *buf, size_t n, off_t off);
+ssize_t sluice_file_readv(struct sluice_file *f, int fd, const struct iovec *iov, int cnt, off_t off, int flags);
+ssize_t sluice_file_writev(struct sluice_file *f, int fd, const struct iovec *iov, int cnt, off_t off, int flags);
+off_t sluice_file_lseek(struct sluice_file *f, int fd, off_t off, int whence);
+int sluice_file_fsync(struct sluice_file *f, int datasync);
+int sluice_file_ftruncate(struct sluice_file *f, off_t len);
+int sluice_file_fstat(struct sluice_file *f, struct stat *st);
+
+/* close(fd): the real close of fd, and the tiers' close when it was the
+ * description's last descriptor. */
+int sluice_fd_close(int fd);
+
+/* After a successful dup/dup2/dup3/F_DUPFD that made newfd a copy of oldfd:
+ * newfd now names the same description. (If newfd named a recorded file,
+ * dup2 closed it: the caller forgets it first with sluice_fd_drop().) */
+void sluice_fd_dup(int oldfd, int newfd);
+
+/* 1 when fd names a recorded file (a peek: no reference taken). */
+int sluice_fd_known(int fd);
+
+/* dup2/dup3 onto a recorded fd: before the call, keep the tiers' descriptor
+ * alive if the kernel is about to close it; after success, release our side
+ * of the description fd named before. */
+void sluice_fd_prepare_replace(int fd);
+void sluice_fd_replaced(int fd);
+
+/* In a forked child. */
+void sluice_files_after_fork_child(void);
+
+#endif

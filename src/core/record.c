@@ -1,0 +1,182 @@
+/*
+ * The record registry; see record.h. Records are never freed: the count is
+ * bounded by SLUICE_MAX_RECORDS per module and the memory by that times the
+ * record size (about 1.3 KiB for POSIX).
+ */
+#include "core/record.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/arena.h"
+
+#define SLUICE_SEL_INAME_POSIX_POSIX(name) #name,
+#define SLUICE_SEL_INAME_POSIX_STDIO(name)
+#define SLUICE_SEL_INAME_STDIO_POSIX(name)
+#define SLUICE_SEL_INAME_STDIO_STDIO(name) #name,
+
+static const char *const posix_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_POSIX_##mod(name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const posix_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_POSIX_##mod(name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const stdio_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_STDIO_##mod(name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const stdio_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_STDIO_##mod(name)
+#include "sluice/sluice_counters.def"
+};
+
+static const struct sluice_module_info modules[SLUICE_MOD_END] = {
+    [SLUICE_MOD_POSIX] = {"POSIX", SLUICE_MOD_POSIX, 1, POSIX_NUM_ICOUNTERS, POSIX_NUM_FCOUNTERS,
+                          posix_inames, posix_fnames},
+    [SLUICE_MOD_STDIO] = {"STDIO", SLUICE_MOD_STDIO, 1, STDIO_NUM_ICOUNTERS, STDIO_NUM_FCOUNTERS,
+                          stdio_inames, stdio_fnames},
+};
+
+_Static_assert(sizeof posix_inames / sizeof *posix_inames == POSIX_NUM_ICOUNTERS, "posix names");
+_Static_assert(sizeof stdio_fnames / sizeof *stdio_fnames == STDIO_NUM_FCOUNTERS, "stdio names");
+
+const struct sluice_module_info *sluice_module(unsigned id)
+{
+    if (id >= SLUICE_MOD_END || modules[id].name == NULL)
+        return NULL;
+    return &modules[id];
+}
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sluice_record **buckets; /* nbuckets chains */
+static size_t nbuckets;
+static struct sluice_record *all_records;      /* newest first */
+static int64_t record_limit;
+static int64_t record_count[SLUICE_MOD_END];
+static struct sluice_record *overflow[SLUICE_MOD_END];
+static int partial;
+
+static uint64_t record_hash(unsigned module, const char *path)
+{
+    uint64_t h = 1469598103934665603ull ^ module;   /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+int sluice_records_init(int64_t max_records)
+{
+    record_limit = max_records;
+    nbuckets = 1024;
+    while ((int64_t)nbuckets < max_records && nbuckets < (1u << 20))
+        nbuckets <<= 1;
+    buckets = mmap(NULL, nbuckets * sizeof *buckets, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (buckets == MAP_FAILED) {
+        buckets = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static void record_reset(struct sluice_record *r)
+{
+    memset(r->ic, 0, sizeof(int64_t) * SLUICE_NUM_SIDES * r->ni);
+    memset(r->fc, 0, sizeof(double) * SLUICE_NUM_SIDES * r->nf);
+    for (int s = 0; s < SLUICE_NUM_SIDES; s++) {
+        r->last_end[s][0] = r->last_end[s][1] = -1;
+        r->last_kind[s] = 0;
+    }
+    /* MAX_BYTE_* start at -1 ("nothing touched") */
+    if (r->module == SLUICE_MOD_POSIX) {
+        for (int s = 0; s < SLUICE_NUM_SIDES; s++) {
+            r->ic[s * r->ni + POSIX_MAX_BYTE_READ] = -1;
+            r->ic[s * r->ni + POSIX_MAX_BYTE_WRITTEN] = -1;
+        }
+    } else if (r->module == SLUICE_MOD_STDIO) {
+        for (int s = 0; s < SLUICE_NUM_SIDES; s++) {
+            r->ic[s * r->ni + STDIO_MAX_BYTE_READ] = -1;
+            r->ic[s * r->ni + STDIO_MAX_BYTE_WRITTEN] = -1;
+        }
+    }
+}
+
+static struct sluice_record *record_new(const struct sluice_module_info *m, const char *path,
+                                        uint64_t id, uint32_t flags)
+{
+    size_t plen = strlen(path) + 1;
+    size_t sz = sizeof(struct sluice_record) + sizeof(int64_t) * SLUICE_NUM_SIDES * m->ni +
+                sizeof(double) * SLUICE_NUM_SIDES * m->nf + plen;
+    char *mem = sluice_arena_alloc(sz);
+    struct sluice_record *r = (struct sluice_record *)mem;
+
+    if (!r)
+        return NULL;
+    r->id = id;
+    r->module = m->id;
+    r->ni = m->ni;
+    r->nf = m->nf;
+    r->flags = flags;
+    pthread_mutex_init(&r->lock, NULL);
+    r->ic = (int64_t *)(mem + sizeof *r);
+    r->fc = (double *)(r->ic + SLUICE_NUM_SIDES * m->ni);
+    r->path = memcpy((char *)(r->fc + SLUICE_NUM_SIDES * m->nf), path, plen);
+    record_reset(r);
+    r->next = all_records;
+    __atomic_store_n(&all_records, r, __ATOMIC_RELEASE);
+    return r;
+}
+
+struct sluice_record *sluice_record_get(unsigned module, const char *path)
+{
+    const struct sluice_module_info *m = sluice_module(module);
+    struct sluice_record *r;
+    uint64_t id;
+
+    if (!m || !buckets)
+        return NULL;
+    id = record_hash(module, path);
+    pthread_mutex_lock(&registry_lock);
+    for (r = buckets[id & (nbuckets - 1)]; r; r = r->hnext)
+        if (r->id == id && r->module == module && strcmp(r->path, path) == 0)
+            goto out;
+    if (record_count[module] >= record_limit) {
+        partial = 1;
+        if (!overflow[module])
+            overflow[module] = record_new(m, SLUICE_OTHER_FILES,
+                                          record_hash(module, SLUICE_OTHER_FILES), SLUICE_REC_OVERFLOW);
+        r = overflow[module];
+        goto out;
+    }
+    r = record_new(m, path, id, 0);
+    if (r) {
+        r->hnext = buckets[id & (nbuckets - 1)];
+        buckets[id & (nbuckets - 1)] = r;
+        record_count[module]++;
+    }
+out:
+    pthread_mutex_unlock(&registry_lock);
+    return r;
+}
+
+struct sluice_record *sluice_records_first(void)
+{
+    return __atomic_load_n(&all_records, __ATOMIC_ACQUIRE);
+}
+
+int sluice_records_partial(void)
+{
+    return partial;
+}
+
+void sluice_records_after_fork_child(void)
+{
+    pthread_mutex_init(&registry_lock, NULL);
+    for (struct sluice_record *r = all_records; r; r = r->next) {
+        pthread_mutex_init(&r->lock, NULL);
+        record_reset(r);
+    }
+}

@@ -1,0 +1,78 @@
+/*
+ * Records: one per (module, path), holding both sides' counters. Records
+ * live in an append-only arena for the life of the process (the log writer,
+ * possibly running from a signal handler, walks them without locks), are
+ * found by a hash of their path, and are bounded by SLUICE_MAX_RECORDS per
+ * module: past it, I/O on new files goes to the module's "<other files>"
+ * record, so job totals stay exact, and the log is marked partial.
+ *
+ * Locking: the registry lock guards the hash table and creation; each
+ * record's own lock guards its counters and access state.
+ */
+#ifndef SLUICE_CORE_RECORD_H
+#define SLUICE_CORE_RECORD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "sluice/sluice_counters.h"
+
+#define SLUICE_OTHER_FILES "<other files>"
+
+enum sluice_record_flags {
+    SLUICE_REC_OVERFLOW = 1u << 0, /* the "<other files>" aggregate */
+};
+
+struct sluice_record {
+    uint64_t id;                     /* hash of module and path; unique within a log */
+    struct sluice_record *hnext;     /* hash chain */
+    struct sluice_record *next;      /* all records, newest first; published with release */
+    pthread_mutex_t lock;            /* counters and the access state below */
+    uint16_t module;                 /* enum sluice_module_id */
+    uint16_t ni, nf;                 /* integer and float counters per side */
+    uint32_t flags;                  /* enum sluice_record_flags */
+    int64_t last_end[SLUICE_NUM_SIDES][2]; /* end of the previous read [0] / write [1]; -1: none */
+    int last_kind[SLUICE_NUM_SIDES]; /* 0 none, 1 read, 2 write: for RW_SWITCHES */
+    const char *path;                /* absolute, normalised */
+    int64_t *ic;                     /* ic[side * ni + counter] */
+    double *fc;                      /* fc[side * nf + counter] */
+};
+
+struct sluice_module_info {
+    const char *name;
+    uint16_t id, version, ni, nf;
+    const char *const *inames;       /* counter names, ni of them */
+    const char *const *fnames;       /* nf of them */
+};
+
+/* Module descriptions, indexed by enum sluice_module_id (NULL for gaps). */
+const struct sluice_module_info *sluice_module(unsigned id);
+
+/* Set up the registry (from the constructor). 0 or -errno. */
+int sluice_records_init(int64_t max_records);
+
+/* The record of (module, absolute normalised path), created on first use.
+ * NULL only when the library is out of memory (then nothing is recorded). */
+struct sluice_record *sluice_record_get(unsigned module, const char *path);
+
+/* Walk every record (no locks taken: safe from a signal handler). */
+struct sluice_record *sluice_records_first(void);
+
+/* Number of records created, per module; and whether any file was folded
+ * into "<other files>". */
+int sluice_records_partial(void);
+
+/* In a forked child: the parent's counts belong to the parent's log. Zero
+ * every record and re-initialise locks a parent thread may have held. */
+void sluice_records_after_fork_child(void);
+
+/* Nanoseconds on the monotonic clock. */
+static inline uint64_t sluice_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * Building the tier stack of an open file from SLUICE_TIERS (validated once
+ * at load, as fio validates its engines: ABI, size, mandatory slots, the
+ * bottom tier last, test-only tiers refused unless allowed).
+ */
+#ifndef SLUICE_CORE_STACK_H
+#define SLUICE_CORE_STACK_H
+
+#include "core/file.h"
+
+/* Parse and validate the configured stack. A rejected tier is reported once
+ * on stderr and left out. Returns the number of tiers in the stack. */
+int sluice_stack_init(const char *tiers, int allow_test_tiers);
+
+/* Fill f->tier[], f->depth, f->tier_state[] and f->sides. 0 or -ENOMEM. */
+int sluice_stack_build(struct sluice_file *f);
+
+/* The tier table named `name`, or NULL. */
+const struct sluice_tier_ops *sluice_tier_find(const char *name);
+
+#endif

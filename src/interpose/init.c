@@ -1,0 +1,244 @@
+/*
+ * Load and unload: the constructor resolves the real functions, reads the
+ * settings and sets up every table before recording starts; the destructor
+ * (and exec, _exit, SIGTERM) writes the log. fork() gives the child a fresh
+ * profile of its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/arena.h"
+#include "common/crc32.h"
+#include "common/diag.h"
+#include "common/pathnorm.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/file.h"
+#include "core/policy.h"
+#include "core/record.h"
+#include "core/stack.h"
+#include "core/stream.h"
+#include "interpose/interpose.h"
+#include "logfmt/writer.h"
+#include "sluice/sluice_logfmt.h"
+
+int sluice__state = SLUICE_STATE_LOADING;
+__thread int sluice__guard __attribute__((tls_model("initial-exec")));
+
+static char log_dir_abs[PATH_MAX];
+
+static uint64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t env_int(const char *const names[], int64_t dflt)
+{
+    for (int i = 0; names[i]; i++) {
+        const char *v = getenv(names[i]);
+        int64_t x;
+        if (v && sluice_config_parse_int(v, &x) == 0)
+            return x;
+    }
+    return dflt;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= len)
+        n = len - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* The job a process belongs to: ours if `sluice run` set it, else the
+ * launcher's or the batch system's, so that all ranks of one mpirun share it. */
+static void proc_job_id(void)
+{
+    static const char *const names[] = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "PBS_JOBID", "LSB_JOBID", NULL};
+    const char *v;
+
+    if (sluice_cfg.job_id[0]) {
+        copy_str(sluice_proc.job_id, sizeof sluice_proc.job_id, sluice_cfg.job_id);
+        return;
+    }
+    if ((v = getenv("SLURM_JOB_ID")) != NULL) {
+        const char *step = getenv("SLURM_STEP_ID");
+        size_t n = strlen(v);
+        copy_str(sluice_proc.job_id, sizeof sluice_proc.job_id, v);
+        if (step && n + 1 + strlen(step) < sizeof sluice_proc.job_id) {
+            sluice_proc.job_id[n] = '.';
+            strcpy(sluice_proc.job_id + n + 1, step);
+        }
+        return;
+    }
+    for (int i = 0; names[i]; i++) {
+        if ((v = getenv(names[i])) != NULL && *v) {
+            copy_str(sluice_proc.job_id, sizeof sluice_proc.job_id, v);
+            return;
+        }
+    }
+    /* A lone process: its own pid names the job. */
+    char *p = sluice_proc.job_id;
+    long long pid = (long long)getpid();
+    char digits[24];
+    int k = 0;
+    do { digits[k++] = (char)('0' + pid % 10); pid /= 10; } while (pid && k < 23);
+    memcpy(p, "pid", 3);
+    p += 3;
+    while (k)
+        *p++ = digits[--k];
+    *p = '\0';
+}
+
+static void proc_cmdline(void)
+{
+    int fd = SLUICE_REAL(openat)(AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
+    ssize_t n = 0;
+
+    if (fd >= 0) {
+        n = SLUICE_REAL(read)(fd, sluice_proc.cmdline, sizeof sluice_proc.cmdline - 1);
+        SLUICE_REAL(close)(fd);
+    }
+    if (n < 0)
+        n = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if (sluice_proc.cmdline[i] == '\0')
+            sluice_proc.cmdline[i] = ' ';
+    while (n > 0 && sluice_proc.cmdline[n - 1] == ' ')
+        n--;
+    sluice_proc.cmdline[n] = '\0';
+}
+
+static void proc_start_times(void)
+{
+    sluice_proc.pid = getpid();
+    sluice_proc.ppid = getppid();
+    sluice_proc.start_unix_ns = clock_ns(CLOCK_REALTIME);
+    sluice_proc.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+    sluice_start_mono_ns = sluice_proc.start_mono_ns;
+}
+
+static void proc_info(void)
+{
+    static const char *const rank_env[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+    static const char *const size_env[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+    ssize_t n;
+
+    proc_start_times();
+    sluice_proc.rank = env_int(rank_env, -1);
+    sluice_proc.nprocs = env_int(size_env, -1);
+    if (gethostname(sluice_proc.host, sizeof sluice_proc.host - 1) != 0)
+        strcpy(sluice_proc.host, "unknown");
+    n = readlink("/proc/self/exe", sluice_proc.exe, sizeof sluice_proc.exe - 1);
+    sluice_proc.exe[n > 0 ? n : 0] = '\0';
+    proc_cmdline();
+    proc_job_id();
+}
+
+/* ---- fork ---- */
+
+static void atfork_parent(void)
+{
+    __atomic_add_fetch(&sluice_fork_gen, 1, __ATOMIC_RELAXED);
+}
+
+static void atfork_child(void)
+{
+    /* Locks a parent thread held at the fork would never be released here. */
+    sluice_arena_after_fork_child();
+    sluice_records_after_fork_child();
+    sluice_files_after_fork_child();
+    sluice_streams_after_fork_child();
+    sluice_fork_gen++;
+    proc_start_times();
+}
+
+int sluice_in_vfork_child(void)
+{
+    return getpid() != sluice_proc.pid;
+}
+
+/* ---- the end ---- */
+
+int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long path_len)
+{
+    int expected = SLUICE_STATE_ACTIVE;
+
+    if (!__atomic_compare_exchange_n(&sluice__state, &expected, SLUICE_STATE_FINISHED, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return -EALREADY;
+    return sluice_log_write(log_dir_abs, end_reason, flags, path, path_len);
+}
+
+void sluice_resume_after_exec_failure(const char *log_path)
+{
+    if (log_path[0])
+        SLUICE_REAL(unlink)(log_path);
+    __atomic_store_n(&sluice__state, SLUICE_STATE_ACTIVE, __ATOMIC_RELEASE);
+}
+
+static void on_sigterm(int sig)
+{
+    int saved = errno;
+    struct sigaction dfl = {0};
+
+    sluice_finish(SLUICE_END_SIGNAL, SLUICE_LOG_F_SIGNAL, NULL, 0);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    errno = saved;
+    raise(sig);
+}
+
+static void install_sigterm(void)
+{
+    struct sigaction old, sa = {0};
+
+    if (sigaction(SIGTERM, NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+        return;   /* the program (or its launcher) has its own plan for SIGTERM */
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+__attribute__((constructor(101))) static void sluice_load(void)
+{
+    sluice_real_init();
+    sluice_crc32_init();
+    (void)sluice_config_load();
+    if (sluice_cfg.disable) {
+        sluice__state = SLUICE_STATE_FINISHED;
+        return;
+    }
+    if (strcmp(sluice_cfg.mode, "profile") != 0 && !sluice_cfg.quiet)
+        sluice_diag("SLUICE_MODE=%s is not available in this build; profiling only", sluice_cfg.mode);
+    if (sluice_path_absolute(AT_FDCWD, sluice_cfg.log_dir, log_dir_abs, sizeof log_dir_abs) != 0)
+        copy_str(log_dir_abs, sizeof log_dir_abs, sluice_cfg.log_dir);
+    proc_info();
+    if (sluice_records_init(sluice_cfg.max_records) != 0 || sluice_files_init() != 0) {
+        sluice_diag("out of memory at start-up; this process is not profiled");
+        sluice__state = SLUICE_STATE_FINISHED;
+        return;
+    }
+    sluice_policy_init(sluice_cfg.paths, log_dir_abs);
+    sluice_stack_init(sluice_cfg.tiers, sluice_cfg.allow_test_tiers);
+    pthread_atfork(NULL, atfork_parent, atfork_child);
+    install_sigterm();
+    __atomic_store_n(&sluice__state, SLUICE_STATE_ACTIVE, __ATOMIC_RELEASE);
+}
+
+__attribute__((destructor)) static void sluice_unload(void)
+{
+    sluice_finish(SLUICE_END_EXIT, 0, NULL, 0);
+}

@@ -1,0 +1,134 @@
+/*
+ * Process lifecycle: exec replaces the image without running destructors,
+ * and _exit skips them, so both write the log first. A vfork child shares
+ * its parent's memory and writes nothing: the log stays the parent's.
+ * If exec fails, the log written for it is removed and recording resumes.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpose/interpose.h"
+#include "sluice/sluice_logfmt.h"
+
+/* Write the log before an exec; `path` receives its name (or ""). */
+static int exec_prepare(char *path, size_t len)
+{
+    path[0] = '\0';
+    if (__atomic_load_n(&sluice__state, __ATOMIC_ACQUIRE) != SLUICE_STATE_ACTIVE || sluice_in_vfork_child())
+        return 0;
+    return sluice_finish(SLUICE_END_EXEC, 0, path, len) == 0;
+}
+
+static int exec_failed(int wrote, const char *path)
+{
+    int saved = errno;
+    if (wrote)
+        sluice_resume_after_exec_failure(path);
+    errno = saved;
+    return -1;
+}
+
+SLUICE_EXPORT int execve(const char *file, char *const argv[], char *const envp[])
+{
+    char log[PATH_MAX];
+    int wrote = exec_prepare(log, sizeof log);
+    SLUICE_REAL(execve)(file, argv, envp);
+    return exec_failed(wrote, log);
+}
+
+SLUICE_EXPORT int execv(const char *file, char *const argv[])
+{
+    char log[PATH_MAX];
+    int wrote = exec_prepare(log, sizeof log);
+    SLUICE_REAL(execv)(file, argv);
+    return exec_failed(wrote, log);
+}
+
+SLUICE_EXPORT int execvp(const char *file, char *const argv[])
+{
+    char log[PATH_MAX];
+    int wrote = exec_prepare(log, sizeof log);
+    SLUICE_REAL(execvp)(file, argv);
+    return exec_failed(wrote, log);
+}
+
+SLUICE_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    char log[PATH_MAX];
+    int wrote = exec_prepare(log, sizeof log);
+    SLUICE_REAL(execvpe)(file, argv, envp);
+    return exec_failed(wrote, log);
+}
+
+SLUICE_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    char log[PATH_MAX];
+    int wrote = exec_prepare(log, sizeof log);
+    SLUICE_REAL(fexecve)(fd, argv, envp);
+    return exec_failed(wrote, log);
+}
+
+/* The execl family gathers its arguments into an argv array on the stack
+ * (no malloc: it may run in a vfork child) and calls the v* form. */
+#define EXECL_ARGV(arg, ap, argv, with_env, envp)                 \
+    size_t n_ = 1;                                                \
+    va_start(ap, arg);                                            \
+    while (va_arg(ap, const char *) != NULL)                      \
+        n_++;                                                     \
+    va_end(ap);                                                   \
+    if (n_ > 65536) {                                             \
+        errno = E2BIG;                                            \
+        return -1;                                                \
+    }                                                             \
+    const char *argv[n_ + 1];                                     \
+    argv[0] = arg;                                                \
+    va_start(ap, arg);                                            \
+    for (size_t i_ = 1; i_ <= n_; i_++)                           \
+        argv[i_] = va_arg(ap, const char *);                      \
+    if (with_env)                                                 \
+        envp = va_arg(ap, char *const *);                         \
+    va_end(ap)
+
+SLUICE_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    char *const *envp = NULL;
+    EXECL_ARGV(arg, ap, argv, 0, envp);
+    (void)envp;
+    return execv(path, (char *const *)argv);
+}
+
+SLUICE_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    char *const *envp = NULL;
+    EXECL_ARGV(arg, ap, argv, 0, envp);
+    (void)envp;
+    return execvp(file, (char *const *)argv);
+}
+
+SLUICE_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    char *const *envp = NULL;
+    EXECL_ARGV(arg, ap, argv, 1, envp);
+    return execve(path, (char *const *)argv, envp);
+}
+
+SLUICE_EXPORT void _exit(int status)
+{
+    if (__atomic_load_n(&sluice__state, __ATOMIC_ACQUIRE) == SLUICE_STATE_ACTIVE && !sluice_in_vfork_child())
+        sluice_finish(SLUICE_END_EXIT_NOW, 0, NULL, 0);
+    SLUICE_REAL(_exit)(status);
+    __builtin_unreachable();
+}
+
+SLUICE_EXPORT void _Exit(int status)
+{
+    if (__atomic_load_n(&sluice__state, __ATOMIC_ACQUIRE) == SLUICE_STATE_ACTIVE && !sluice_in_vfork_child())
+        sluice_finish(SLUICE_END_EXIT_NOW, 0, NULL, 0);
+    SLUICE_REAL(_Exit)(status);
+    __builtin_unreachable();
+}

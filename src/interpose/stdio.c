@@ -1,0 +1,526 @@
+/*
+ * stdio wrappers (the STDIO module). A stream is recorded when fopen,
+ * fdopen or freopen opens a recorded path; its position is tracked from the
+ * bytes each call moved and from ftell after seeks, so MAX_BYTE counters
+ * need no system call. fprintf and fscanf forward to the v* functions, the
+ * only way to pass on a variable argument list.
+ */
+/* glibc's C99 headers redirect fscanf to __isoc99_fscanf; both symbols are
+ * ours to define, so the headers' declarations of the plain names are moved
+ * out of the way. */
+#define fscanf sluice__glibc_fscanf
+#define vfscanf sluice__glibc_vfscanf
+#include <stdio.h>
+#undef fscanf
+#undef vfscanf
+#include <stdarg.h>
+int fscanf(FILE *fp, const char *fmt, ...);
+int vfscanf(FILE *fp, const char *fmt, va_list ap);
+
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/pathnorm.h"
+#include "core/counters.h"
+#include "core/file.h"
+#include "core/policy.h"
+#include "core/stream.h"
+#include "interpose/interpose.h"
+
+/* Optimised builds define some of these as macros; we define the functions. */
+#undef fread_unlocked
+#undef fwrite_unlocked
+#undef fgets_unlocked
+#undef fputs_unlocked
+#undef putc
+#undef getc
+#undef fputc
+#undef fgetc
+
+/* ------------------------------------------------------------------ open */
+
+static struct sluice_record *stream_path_record(const char *path)
+{
+    char abs[PATH_MAX];
+
+    if (!path || sluice_policy_skip_fast(path) ||
+        sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
+        return NULL;
+    return sluice_record_get(SLUICE_MOD_STDIO, abs);
+}
+
+/* Where a newly opened stream starts: at the end in append mode. */
+static int64_t stream_start_pos(FILE *fp, const char *mode)
+{
+    struct stat st;
+
+    if (mode && mode[0] == 'a')
+        return SLUICE_REAL(fstat)(fileno(fp), &st) == 0 ? (int64_t)st.st_size : -1;
+    return 0;
+}
+
+static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
+{
+    struct sluice_record *rec;
+    int saved = errno;
+    uint64_t t0;
+    FILE *fp;
+
+    if (!sluice_active())
+        return real(path, mode);
+    sluice__guard++;
+    rec = stream_path_record(path);
+    t0 = sluice_now_ns();
+    fp = real(path, mode);
+    if (rec) {
+        if (!fp) {
+            saved = errno;
+            sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        } else {
+            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+            sluice_stream_add(fp, rec, stream_start_pos(fp, mode));
+        }
+    } else if (!fp) {
+        saved = errno;
+    }
+    sluice__guard--;
+    errno = saved;
+    return fp;
+}
+
+SLUICE_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    return wrap_fopen(path, mode, SLUICE_REAL(fopen));
+}
+
+SLUICE_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    return wrap_fopen(path, mode, SLUICE_REAL(fopen64));
+}
+
+/* fdopen of a recorded descriptor: the stream takes its path. */
+SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+    struct sluice_file *f;
+    struct sluice_record *rec = NULL;
+    int saved = errno;
+    uint64_t t0;
+    FILE *fp;
+
+    if (!sluice_active() || !(f = sluice_fd_get(fd)))
+        return SLUICE_REAL(fdopen)(fd, mode);
+    sluice__guard++;
+    rec = sluice_record_get(SLUICE_MOD_STDIO, f->rec->path);
+    t0 = sluice_now_ns();
+    fp = SLUICE_REAL(fdopen)(fd, mode);
+    if (!fp)
+        saved = errno;
+    if (rec && fp) {
+        off_t pos = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
+        sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+        sluice_stream_add(fp, rec, pos);
+    }
+    sluice_file_put(f);
+    sluice__guard--;
+    errno = saved;
+    return fp;
+}
+
+static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
+                          FILE *(*real)(const char *, const char *, FILE *))
+{
+    struct sluice_record *old, *rec;
+    int saved = errno;
+    uint64_t t0;
+    FILE *nfp;
+
+    if (!sluice_active())
+        return real(path, mode, fp);
+    sluice__guard++;
+    old = sluice_stream_remove(fp);
+    rec = path ? stream_path_record(path) : old;   /* NULL path: same file, new mode */
+    t0 = sluice_now_ns();
+    nfp = real(path, mode, fp);
+    if (old)
+        sluice_count_close(old, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+    if (!nfp)
+        saved = errno;
+    if (rec) {
+        if (!nfp) {
+            sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        } else {
+            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+            sluice_stream_add(nfp, rec, stream_start_pos(nfp, mode));
+        }
+    }
+    sluice__guard--;
+    errno = saved;
+    return nfp;
+}
+
+SLUICE_EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
+{
+    return wrap_freopen(path, mode, fp, SLUICE_REAL(freopen));
+}
+
+SLUICE_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
+{
+    return wrap_freopen(path, mode, fp, SLUICE_REAL(freopen64));
+}
+
+SLUICE_EXPORT int fclose(FILE *fp)
+{
+    struct sluice_record *rec;
+    int saved = errno, rc;
+    uint64_t t0;
+
+    if (!sluice_active() || !(rec = sluice_stream_remove(fp)))
+        return SLUICE_REAL(fclose)(fp);
+    t0 = sluice_now_ns();
+    rc = SLUICE_REAL(fclose)(fp);
+    if (rc != 0) {
+        saved = errno;
+        sluice_count_error(rec, SLUICE_SIDES_BOTH);
+    } else {
+        sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+    }
+    errno = saved;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ data */
+
+/* Count a transfer of `bytes` on a stream; `failed` when the call reported
+ * an error (ferror set, or EOF from a write call). */
+static void stream_done(struct sluice_stream *s, enum sluice_access kind, int64_t bytes, int failed,
+                        uint64_t t0)
+{
+    uint64_t t1 = sluice_now_ns();
+    int64_t start = -1;
+
+    if (bytes > 0 || !failed) {
+        int64_t pos = atomic_load(&s->pos);
+        if (pos >= 0) {
+            start = pos;
+            atomic_store(&s->pos, pos + bytes);
+        }
+        sluice_count_rw(s->rec, SLUICE_SIDES_BOTH, kind, start, bytes, t0, t1);
+    }
+    if (failed)
+        sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
+}
+
+/* The body of every counted stream call: lookup, real call, count. `bytes`
+ * and `failed` are expressions over `ret`. */
+#define STREAM_IO(fp, type, realcall, kind, bytes, failed)     \
+    do {                                                       \
+        struct sluice_stream *s_;                              \
+        int saved_;                                            \
+        uint64_t t0_;                                          \
+        type ret;                                              \
+        if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
+            return realcall;                                   \
+        saved_ = errno;                                        \
+        t0_ = sluice_now_ns();                                 \
+        ret = realcall;                                        \
+        int err_ = errno;                                      \
+        stream_done(s_, kind, (int64_t)(bytes), (failed), t0_);\
+        errno = (failed) ? err_ : saved_;                      \
+        return ret;                                            \
+    } while (0)
+
+#define FREAD_FAILED(ret, n, fp) ((ret) < (n) && ferror(fp))
+
+SLUICE_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *fp)
+{
+    STREAM_IO(fp, size_t, SLUICE_REAL(fread)(buf, size, n, fp), SLUICE_READ, ret * size, FREAD_FAILED(ret, n, fp));
+}
+
+SLUICE_EXPORT size_t fread_unlocked(void *buf, size_t size, size_t n, FILE *fp)
+{
+    STREAM_IO(fp, size_t, SLUICE_REAL(fread_unlocked)(buf, size, n, fp), SLUICE_READ, ret * size,
+              FREAD_FAILED(ret, n, fp));
+}
+
+SLUICE_EXPORT size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *fp)
+{
+    STREAM_IO(fp, size_t, SLUICE_REAL(__fread_chk)(buf, buflen, size, n, fp), SLUICE_READ, ret * size,
+              FREAD_FAILED(ret, n, fp));
+}
+
+SLUICE_EXPORT size_t __fread_unlocked_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *fp)
+{
+    STREAM_IO(fp, size_t, SLUICE_REAL(__fread_unlocked_chk)(buf, buflen, size, n, fp), SLUICE_READ, ret * size,
+              FREAD_FAILED(ret, n, fp));
+}
+
+SLUICE_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *fp)
+{
+    STREAM_IO(fp, size_t, SLUICE_REAL(fwrite)(buf, size, n, fp), SLUICE_WRITE, ret * size, ret < n);
+}
+
+SLUICE_EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t n, FILE *fp)
+{
+    STREAM_IO(fp, size_t, SLUICE_REAL(fwrite_unlocked)(buf, size, n, fp), SLUICE_WRITE, ret * size, ret < n);
+}
+
+#define FGETS_BYTES(ret) ((ret) ? strlen(ret) : 0)
+
+SLUICE_EXPORT char *fgets(char *str, int n, FILE *fp)
+{
+    STREAM_IO(fp, char *, SLUICE_REAL(fgets)(str, n, fp), SLUICE_READ, FGETS_BYTES(ret), !ret && ferror(fp));
+}
+
+SLUICE_EXPORT char *fgets_unlocked(char *str, int n, FILE *fp)
+{
+    STREAM_IO(fp, char *, SLUICE_REAL(fgets_unlocked)(str, n, fp), SLUICE_READ, FGETS_BYTES(ret),
+              !ret && ferror(fp));
+}
+
+SLUICE_EXPORT char *__fgets_chk(char *str, size_t size, int n, FILE *fp)
+{
+    STREAM_IO(fp, char *, SLUICE_REAL(__fgets_chk)(str, size, n, fp), SLUICE_READ, FGETS_BYTES(ret),
+              !ret && ferror(fp));
+}
+
+SLUICE_EXPORT char *__fgets_unlocked_chk(char *str, size_t size, int n, FILE *fp)
+{
+    STREAM_IO(fp, char *, SLUICE_REAL(__fgets_unlocked_chk)(str, size, n, fp), SLUICE_READ, FGETS_BYTES(ret),
+              !ret && ferror(fp));
+}
+
+SLUICE_EXPORT int fputs(const char *str, FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(fputs)(str, fp), SLUICE_WRITE, ret == EOF ? 0 : strlen(str), ret == EOF);
+}
+
+SLUICE_EXPORT int fputs_unlocked(const char *str, FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(fputs_unlocked)(str, fp), SLUICE_WRITE, ret == EOF ? 0 : strlen(str),
+              ret == EOF);
+}
+
+SLUICE_EXPORT int fputc(int c, FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(fputc)(c, fp), SLUICE_WRITE, ret == EOF ? 0 : 1, ret == EOF);
+}
+
+SLUICE_EXPORT int putc(int c, FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(putc)(c, fp), SLUICE_WRITE, ret == EOF ? 0 : 1, ret == EOF);
+}
+
+SLUICE_EXPORT int _IO_putc(int c, FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(_IO_putc)(c, fp), SLUICE_WRITE, ret == EOF ? 0 : 1, ret == EOF);
+}
+
+SLUICE_EXPORT int fgetc(FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(fgetc)(fp), SLUICE_READ, ret == EOF ? 0 : 1, ret == EOF && ferror(fp));
+}
+
+SLUICE_EXPORT int getc(FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(getc)(fp), SLUICE_READ, ret == EOF ? 0 : 1, ret == EOF && ferror(fp));
+}
+
+SLUICE_EXPORT int _IO_getc(FILE *fp)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(_IO_getc)(fp), SLUICE_READ, ret == EOF ? 0 : 1, ret == EOF && ferror(fp));
+}
+
+SLUICE_EXPORT int vfprintf(FILE *fp, const char *fmt, va_list ap)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(vfprintf)(fp, fmt, ap), SLUICE_WRITE, ret < 0 ? 0 : ret, ret < 0);
+}
+
+SLUICE_EXPORT int __vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap)
+{
+    STREAM_IO(fp, int, SLUICE_REAL(__vfprintf_chk)(fp, flag, fmt, ap), SLUICE_WRITE, ret < 0 ? 0 : ret, ret < 0);
+}
+
+SLUICE_EXPORT int fprintf(FILE *fp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfprintf(fp, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+SLUICE_EXPORT int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = __vfprintf_chk(fp, flag, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* fscanf: bytes consumed are the change of the stream position. */
+static int wrap_vfscanf(FILE *fp, const char *fmt, va_list ap, int (*real)(FILE *, const char *, va_list))
+{
+    struct sluice_stream *s;
+    int saved = errno, ret;
+    uint64_t t0;
+    long before, after;
+
+    if (!sluice_active() || !(s = sluice_stream_get(fp)))
+        return real(fp, fmt, ap);
+    before = SLUICE_REAL(ftell)(fp);
+    t0 = sluice_now_ns();
+    ret = real(fp, fmt, ap);
+    int err = errno;
+    after = SLUICE_REAL(ftell)(fp);
+    int failed = ret == EOF && ferror(fp);
+    stream_done(s, SLUICE_READ, (before >= 0 && after >= before) ? after - before : 0, failed, t0);
+    errno = failed ? err : saved;
+    return ret;
+}
+
+SLUICE_EXPORT int vfscanf(FILE *fp, const char *fmt, va_list ap)
+{
+    return wrap_vfscanf(fp, fmt, ap, SLUICE_REAL(vfscanf));
+}
+
+SLUICE_EXPORT int __isoc99_vfscanf(FILE *fp, const char *fmt, va_list ap)
+{
+    return wrap_vfscanf(fp, fmt, ap, SLUICE_REAL(__isoc99_vfscanf));
+}
+
+SLUICE_EXPORT int fscanf(FILE *fp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = wrap_vfscanf(fp, fmt, ap, SLUICE_REAL(vfscanf));
+    va_end(ap);
+    return rc;
+}
+
+SLUICE_EXPORT int __isoc99_fscanf(FILE *fp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = wrap_vfscanf(fp, fmt, ap, SLUICE_REAL(__isoc99_vfscanf));
+    va_end(ap);
+    return rc;
+}
+
+/* -------------------------------------------------------- seek and flush */
+
+/* A seek, rewind or position query: meta time; seeks also count and resync
+ * the tracked position from ftello. */
+static void stream_meta(struct sluice_stream *s, FILE *fp, int rc, int is_seek, uint64_t t0)
+{
+    uint64_t t1 = sluice_now_ns();
+
+    if (rc != 0) {
+        sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
+        return;
+    }
+    if (is_seek) {
+        off_t pos = SLUICE_REAL(ftello)(fp);
+        atomic_store(&s->pos, pos >= 0 ? (int64_t)pos : -1);
+    }
+    sluice_count_meta(s->rec, SLUICE_SIDES_BOTH, is_seek ? STDIO_SEEKS : -1, t0, t1);
+}
+
+#define STREAM_SEEK(fp, realcall)                              \
+    do {                                                       \
+        struct sluice_stream *s_;                              \
+        int saved_ = errno, rc_;                               \
+        uint64_t t0_;                                          \
+        if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
+            return realcall;                                   \
+        t0_ = sluice_now_ns();                                 \
+        rc_ = realcall;                                        \
+        int err_ = errno;                                      \
+        stream_meta(s_, fp, rc_, 1, t0_);                      \
+        errno = rc_ ? err_ : saved_;                           \
+        return rc_;                                            \
+    } while (0)
+
+SLUICE_EXPORT int fseek(FILE *fp, long off, int whence)
+{
+    STREAM_SEEK(fp, SLUICE_REAL(fseek)(fp, off, whence));
+}
+
+SLUICE_EXPORT int fseeko(FILE *fp, off_t off, int whence)
+{
+    STREAM_SEEK(fp, SLUICE_REAL(fseeko)(fp, off, whence));
+}
+
+SLUICE_EXPORT int fseeko64(FILE *fp, off64_t off, int whence)
+{
+    STREAM_SEEK(fp, SLUICE_REAL(fseeko64)(fp, off, whence));
+}
+
+SLUICE_EXPORT void rewind(FILE *fp)
+{
+    struct sluice_stream *s;
+    int saved = errno;
+    uint64_t t0;
+
+    if (!sluice_active() || !(s = sluice_stream_get(fp))) {
+        SLUICE_REAL(rewind)(fp);
+        return;
+    }
+    t0 = sluice_now_ns();
+    SLUICE_REAL(rewind)(fp);
+    stream_meta(s, fp, 0, 1, t0);
+    errno = saved;
+}
+
+#define STREAM_TELL(fp, type, realcall)                        \
+    do {                                                       \
+        struct sluice_stream *s_;                              \
+        int saved_ = errno;                                    \
+        uint64_t t0_;                                          \
+        type ret_;                                             \
+        if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
+            return realcall;                                   \
+        t0_ = sluice_now_ns();                                 \
+        ret_ = realcall;                                       \
+        int err_ = errno;                                      \
+        stream_meta(s_, fp, ret_ < 0, 0, t0_);                 \
+        errno = ret_ < 0 ? err_ : saved_;                      \
+        return ret_;                                           \
+    } while (0)
+
+SLUICE_EXPORT long ftell(FILE *fp)
+{
+    STREAM_TELL(fp, long, SLUICE_REAL(ftell)(fp));
+}
+
+SLUICE_EXPORT off_t ftello(FILE *fp)
+{
+    STREAM_TELL(fp, off_t, SLUICE_REAL(ftello)(fp));
+}
+
+SLUICE_EXPORT off64_t ftello64(FILE *fp)
+{
+    STREAM_TELL(fp, off64_t, SLUICE_REAL(ftello64)(fp));
+}
+
+SLUICE_EXPORT int fflush(FILE *fp)
+{
+    struct sluice_stream *s;
+    int saved = errno, rc;
+    uint64_t t0;
+
+    if (!sluice_active() || !(s = sluice_stream_get(fp)))
+        return SLUICE_REAL(fflush)(fp);
+    t0 = sluice_now_ns();
+    rc = SLUICE_REAL(fflush)(fp);
+    if (rc != 0) {
+        saved = errno;
+        sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
+    } else {
+        sluice_count_sync(s->rec, SLUICE_SIDES_BOTH, STDIO_FLUSHES, t0, sluice_now_ns());
+    }
+    errno = saved;
+    return rc;
+}

@@ -1,0 +1,383 @@
+/* The log writer; see writer.h and sluice/sluice_logfmt.h. */
+#include "logfmt/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crc32.h"
+#include "common/diag.h"
+#include "core/config.h"
+#include "core/record.h"
+#include "interpose/real.h"
+#include "sluice/sluice_logfmt.h"
+
+struct sluice_proc_info sluice_proc;
+
+/* One writer at a time (exit racing SIGTERM): the buffer is static. */
+static atomic_flag writing = ATOMIC_FLAG_INIT;
+static unsigned char wbuf[64 * 1024];
+
+struct out {
+    int fd;
+    size_t used;      /* bytes in wbuf */
+    uint64_t off;     /* file offset of wbuf[0] */
+    uint32_t crc;     /* CRC of the current region so far */
+    int err;          /* first error (-errno) */
+};
+
+static void out_flush(struct out *o)
+{
+    if (o->used && !o->err)
+        o->err = sluice_write_all(o->fd, wbuf, o->used);
+    o->off += o->used;
+    o->used = 0;
+}
+
+static void out_bytes(struct out *o, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    o->crc = sluice_crc32(o->crc, p, n);
+    while (n) {
+        size_t k = sizeof wbuf - o->used;
+        if (k > n)
+            k = n;
+        memcpy(wbuf + o->used, b, k);
+        o->used += k;
+        b += k;
+        n -= k;
+        if (o->used == sizeof wbuf)
+            out_flush(o);
+    }
+}
+
+static void out_u16(struct out *o, uint16_t v)
+{
+    unsigned char b[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
+    out_bytes(o, b, 2);
+}
+
+static void out_u32(struct out *o, uint32_t v)
+{
+    unsigned char b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    out_bytes(o, b, 4);
+}
+
+static void out_u64(struct out *o, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    out_bytes(o, b, 8);
+}
+
+static void out_f64(struct out *o, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof v);
+    out_u64(o, v);
+}
+
+static void out_str16(struct out *o, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 65535)
+        n = 65535;
+    out_u16(o, (uint16_t)n);
+    out_bytes(o, s, n);
+}
+
+static void out_kv(struct out *o, const char *key, const char *value)
+{
+    out_str16(o, key);
+    uint32_t n = (uint32_t)strlen(value);
+    out_u32(o, n);
+    out_bytes(o, value, n);
+}
+
+struct region {
+    uint32_t type, version;
+    uint64_t offset, length;
+    uint32_t crc;
+};
+
+static void region_begin(struct out *o, struct region *r, uint32_t type, uint32_t version)
+{
+    r->type = type;
+    r->version = version;
+    r->offset = o->off + o->used;
+    o->crc = 0;
+}
+
+static void region_end(struct out *o, struct region *r)
+{
+    r->length = o->off + o->used - r->offset;
+    r->crc = o->crc;
+}
+
+static int record_active(const struct sluice_record *r)
+{
+    for (int i = 0; i < SLUICE_NUM_SIDES * r->ni; i++)
+        if (r->ic[i] > 0)
+            return 1;
+    return 0;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Copy a record's counters, under its lock when it can be taken at once
+ * (from a signal handler the holder may be the interrupted thread). */
+static void emit_record(struct out *o, struct sluice_record *r)
+{
+    int locked = pthread_mutex_trylock(&r->lock) == 0;
+
+    out_u64(o, r->id);
+    out_u32(o, r->flags);
+    out_u32(o, 0);
+    for (int i = 0; i < SLUICE_NUM_SIDES * r->ni; i++)
+        out_u64(o, (uint64_t)r->ic[i]);
+    for (int i = 0; i < SLUICE_NUM_SIDES * r->nf; i++)
+        out_f64(o, r->fc[i]);
+    if (locked)
+        pthread_mutex_unlock(&r->lock);
+}
+
+static void sanitize(char *dst, size_t len, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < len; i++) {
+        char c = src[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.';
+        dst[i] = ok ? c : '_';
+    }
+    dst[i] = '\0';
+}
+
+/* mkdir -p with the real mkdir; 0 or -errno. */
+static int make_dirs(const char *dir)
+{
+    char p[PATH_MAX];
+    size_t n = strlen(dir);
+
+    if (n == 0 || n >= sizeof p)
+        return -ENAMETOOLONG;
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] == '/' || p[i] == '\0') {
+            char c = p[i];
+            p[i] = '\0';
+            if (SLUICE_REAL(mkdir)(p, 0755) < 0 && errno != EEXIST)
+                return -errno;
+            p[i] = c;
+        }
+    }
+    return 0;
+}
+
+static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned end_reason)
+{
+    struct region *r;
+    char num[32];
+
+    /* PROCESS */
+    r = &reg[(*nreg)++];
+    region_begin(o, r, SLUICE_LOG_R_PROCESS, 1);
+    out_u64(o, (uint64_t)sluice_proc.pid);
+    out_u64(o, (uint64_t)sluice_proc.ppid);
+    out_u64(o, (uint64_t)sluice_proc.rank);
+    out_u64(o, (uint64_t)sluice_proc.nprocs);
+    out_u64(o, sluice_proc.start_unix_ns);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+    out_u64(o, sluice_proc.start_mono_ns);
+    out_u32(o, end_reason);
+    out_u32(o, 7);
+    out_kv(o, "job_id", sluice_proc.job_id);
+    out_kv(o, "host", sluice_proc.host);
+    out_kv(o, "exe", sluice_proc.exe);
+    out_kv(o, "cmdline", sluice_proc.cmdline);
+    out_kv(o, "mode", sluice_cfg.mode);
+    out_kv(o, "paths", sluice_cfg.paths);
+    snprintf(num, sizeof num, "%d.%d", SLUICE_LOG_VERSION_MAJOR, SLUICE_LOG_VERSION_MINOR);
+    out_kv(o, "version", num);
+    region_end(o, r);
+
+    /* SCHEMA */
+    r = &reg[(*nreg)++];
+    region_begin(o, r, SLUICE_LOG_R_SCHEMA, 1);
+    uint32_t nmod = 0;
+    for (unsigned m = 0; m < SLUICE_MOD_END; m++)
+        nmod += sluice_module(m) != NULL;
+    out_u32(o, nmod);
+    for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
+        const struct sluice_module_info *mi = sluice_module(m);
+        if (!mi)
+            continue;
+        out_u16(o, mi->id);
+        out_u16(o, mi->version);
+        out_str16(o, mi->name);
+        out_u16(o, mi->ni);
+        out_u16(o, mi->nf);
+        for (int i = 0; i < mi->ni; i++)
+            out_str16(o, mi->inames[i]);
+        for (int i = 0; i < mi->nf; i++)
+            out_str16(o, mi->fnames[i]);
+    }
+    region_end(o, r);
+
+    /* NAMES: every active record's path (a path shared by two modules is
+     * listed under each module's record id). */
+    r = &reg[(*nreg)++];
+    region_begin(o, r, SLUICE_LOG_R_NAMES, 1);
+    uint32_t nnames = 0;
+    for (struct sluice_record *rec = sluice_records_first(); rec; rec = rec->next)
+        nnames += (uint32_t)record_active(rec);
+    out_u32(o, nnames);
+    for (struct sluice_record *rec = sluice_records_first(); rec; rec = rec->next) {
+        if (!record_active(rec))
+            continue;
+        uint32_t n = (uint32_t)strlen(rec->path);
+        out_u64(o, rec->id);
+        out_u32(o, n);
+        out_bytes(o, rec->path, n);
+    }
+    region_end(o, r);
+
+    /* One MODULE region per module. Records were counted above, but a
+     * record can become active in between (another thread): count again
+     * and emit exactly that many. */
+    for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
+        const struct sluice_module_info *mi = sluice_module(m);
+        if (!mi)
+            continue;
+        r = &reg[(*nreg)++];
+        region_begin(o, r, SLUICE_LOG_R_MODULE, mi->version);
+        uint32_t nrec = 0;
+        for (struct sluice_record *rec = sluice_records_first(); rec; rec = rec->next)
+            nrec += rec->module == m && record_active(rec);
+        out_u16(o, (uint16_t)m);
+        out_u16(o, 0);
+        out_u32(o, nrec);
+        uint32_t done = 0;
+        for (struct sluice_record *rec = sluice_records_first(); rec && done < nrec; rec = rec->next) {
+            if (rec->module == m && record_active(rec)) {
+                emit_record(o, rec);
+                done++;
+            }
+        }
+        region_end(o, r);
+    }
+}
+
+int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
+                     char *final_path, unsigned long final_path_len)
+{
+    char name[PATH_MAX], tmp[PATH_MAX], job[128], host[128], exe[64];
+    struct region reg[8];
+    int nreg = 0;
+    struct out o = {0};
+    int rc;
+
+    if (atomic_flag_test_and_set(&writing))
+        return -EALREADY;
+    rc = make_dirs(dir);
+    if (rc < 0)
+        goto fail;
+    const char *base = strrchr(sluice_proc.exe, '/');
+    sanitize(job, sizeof job, sluice_proc.job_id);
+    sanitize(host, sizeof host, sluice_proc.host);
+    sanitize(exe, sizeof exe, base ? base + 1 : sluice_proc.exe);
+    rc = snprintf(name, sizeof name, "%s/%s_%s_%lld_%s_%llx.sluice", dir, job, host,
+                  (long long)sluice_proc.pid, exe, (unsigned long long)sluice_proc.start_unix_ns);
+    if (rc < 0 || (size_t)rc >= sizeof name ||
+        snprintf(tmp, sizeof tmp, "%s.tmp", name) >= (int)sizeof tmp) {
+        rc = -ENAMETOOLONG;
+        goto fail;
+    }
+    o.fd = SLUICE_REAL(openat)(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (o.fd < 0) {
+        rc = -errno;
+        goto fail;
+    }
+
+    /* Header and region table are written last, at offset 0. */
+    const uint32_t table_off = SLUICE_LOG_HEADER_SIZE;
+    const uint32_t nregions = 3 + (SLUICE_MOD_END - 1);
+    o.off = table_off + (uint64_t)nregions * SLUICE_LOG_REGION_ENTRY_SIZE;
+    if (SLUICE_REAL(lseek)(o.fd, (off_t)o.off, SEEK_SET) < 0) {
+        rc = -errno;
+        goto fail_close;
+    }
+    write_regions(&o, reg, &nreg, end_reason);
+    out_flush(&o);
+    if (o.err) {
+        rc = o.err;
+        goto fail_close;
+    }
+
+    unsigned char head[SLUICE_LOG_HEADER_SIZE + SLUICE_LOG_MAX_REGIONS * SLUICE_LOG_REGION_ENTRY_SIZE];
+    size_t hlen = table_off + (size_t)nreg * SLUICE_LOG_REGION_ENTRY_SIZE;
+    memset(head, 0, hlen);
+    memcpy(head, SLUICE_LOG_MAGIC, 8);
+    put_le(head + 8, SLUICE_LOG_VERSION_MAJOR, 2);
+    put_le(head + 10, SLUICE_LOG_VERSION_MINOR, 2);
+    put_le(head + 12, SLUICE_LOG_HEADER_SIZE, 4);
+    put_le(head + 16, (uint64_t)nreg, 4);
+    put_le(head + 20, flags | (sluice_records_partial() ? SLUICE_LOG_F_PARTIAL : 0), 4);
+    put_le(head + 24, o.off, 8);
+    put_le(head + 32, table_off, 4);
+    for (int i = 0; i < nreg; i++) {
+        unsigned char *e = head + table_off + (size_t)i * SLUICE_LOG_REGION_ENTRY_SIZE;
+        put_le(e, reg[i].type, 4);
+        put_le(e + 4, reg[i].version, 4);
+        put_le(e + 8, reg[i].offset, 8);
+        put_le(e + 16, reg[i].length, 8);
+        put_le(e + 24, reg[i].crc, 4);
+    }
+    uint32_t hcrc = sluice_crc32(0, head, 60);
+    hcrc = sluice_crc32(hcrc, head + table_off, hlen - table_off);
+    put_le(head + 60, hcrc, 4);
+    if (SLUICE_REAL(pwrite)(o.fd, head, hlen, 0) != (ssize_t)hlen) {
+        rc = errno ? -errno : -EIO;
+        goto fail_close;
+    }
+    if (SLUICE_REAL(close)(o.fd) < 0) {
+        rc = -errno;
+        o.fd = -1;
+        goto fail_unlink;
+    }
+    if (SLUICE_REAL(rename)(tmp, name) < 0) {
+        rc = -errno;
+        goto fail_unlink;
+    }
+    if (final_path && final_path_len) {
+        strncpy(final_path, name, final_path_len - 1);
+        final_path[final_path_len - 1] = '\0';
+    }
+    atomic_flag_clear(&writing);
+    return 0;
+
+fail_close:
+    SLUICE_REAL(close)(o.fd);
+fail_unlink:
+    SLUICE_REAL(unlink)(tmp);
+fail:
+    if (!sluice_cfg.quiet)
+        sluice_diag("could not write the log into %s (errno %d): this process's profile is lost", dir, -rc);
+    atomic_flag_clear(&writing);
+    return rc;
+}
