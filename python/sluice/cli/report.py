@@ -1,0 +1,37 @@
+"""`sluice report`: merge a job's logs and show what it did to the file system."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from sluice.errors import UserError
+from sluice.report.model import load_job
+from sluice.report.text import render
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with job and per-file totals.")
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML page with plots.")
+@click.option("--job", default=None, help="Report this job when the logs hold several (default: the latest).")
+@click.option("--top", default=10, show_default=True, help="Files listed in the top-N tables.")
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
+def command(as_json: bool, html: Path | None, job: str | None, top: int, logs: tuple[Path, ...]) -> None:
+    """Merge the logs of a job (files or directories of .sluice logs)."""
+    j = load_job(list(logs), job)
+    if html is not None:
+        from sluice.report.html import write_html
+
+        try:
+            write_html(j, html)
+        except OSError as e:
+            raise UserError(f"cannot write {html}: {e.strerror}") from None
+    if as_json:
+        click.echo(json.dumps(j.to_json(), indent=1, sort_keys=False))
+    else:
+        click.echo(render(j, top=top), nl=False)
+        if html is not None:
+            click.echo(f"HTML report: {html}")

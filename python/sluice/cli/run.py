@@ -1,0 +1,98 @@
+"""`sluice run`: run a command under libsluice and exit with its status."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from sluice.errors import UserError
+from sluice.runner import MODES, job_id_from_env, mpi_rank, new_job_id, sluice_env
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _prepare_log_dir(log_dir: str) -> Path:
+    d = Path(log_dir).absolute()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create the log directory {d}: {e.strerror}") from None
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise UserError(f"the log directory {d} is not writable")
+    return d
+
+
+def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
+        log_dir: str = "sluice-logs", job_id: str | None = None, quiet: bool = False) -> int:
+    """Run cmd under sluice; returns its exit status (128+N if killed by signal N)."""
+    if not cmd:
+        raise UserError("no command given: sluice run [OPTIONS] -- CMD [ARGS...]")
+    if "/" not in cmd[0] and shutil.which(cmd[0]) is None:
+        click.echo(f"sluice: error: command not found: {cmd[0]}", err=True)
+        return 127
+    d = _prepare_log_dir(log_dir)
+    job = job_id or job_id_from_env() or new_job_id()
+    env = sluice_env(dict(os.environ), mode=mode, paths=list(paths or []), log_dir=d, job_id=job,
+                     extra={"SLUICE_QUIET": "1"} if quiet else None)
+    try:
+        proc = subprocess.Popen(cmd, env=env)
+    except OSError as e:
+        click.echo(f"sluice: error: cannot run {cmd[0]}: {e.strerror}", err=True)
+        return 126 if isinstance(e, PermissionError) else 127
+
+    # The child gets the terminal's signals itself; these reach it when they
+    # are sent to sluice alone (a batch system signalling the job step).
+    def forward(signum: int, _frame: object) -> None:
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    old = {s: signal.signal(s, forward) for s in _FORWARDED}
+    try:
+        rc = proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    rank = mpi_rank()
+    if not quiet and (rank is None or rank == 0):
+        n = sum(1 for p in d.glob("*.sluice") if p.name.startswith(_log_prefix(job)))
+        where = os.path.relpath(d) if not os.path.relpath(d).startswith("..") else str(d)
+        click.echo(f"sluice: job {job}: {n} log{'s' if n != 1 else ''} in {where}/ "
+                   f"(sluice report {where})", err=True)
+    if rc < 0:
+        return 128 - rc
+    return rc
+
+
+def _log_prefix(job: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in job) + "_"
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--mode", type=click.Choice(MODES), default="profile", show_default=True,
+              help="What sluice does to the I/O (this version: profile only).")
+@click.option("--path", "paths", multiple=True, metavar="PREFIX",
+              help="Record only paths under PREFIX (repeatable; default: all but system paths).")
+@click.option("--log-dir", default=lambda: os.environ.get("SLUICE_LOG_DIR", "sluice-logs"),
+              show_default="sluice-logs", help="Where each process writes its log.")
+@click.option("--job-id", default=None, help="Job identifier (default: the launcher's, else a new one).")
+@click.option("-q", "--quiet", is_flag=True, help="No messages from sluice.")
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
+def command(mode: str, paths: tuple[str, ...], log_dir: str, job_id: str | None, quiet: bool,
+            cmd: tuple[str, ...]) -> None:
+    """Run CMD unchanged under sluice and record its I/O on both sides.
+
+    \b
+    sluice run -- ./sim input.nml
+    mpirun -np 4 sluice run -- ./sim        (one log per rank)
+    sluice run -- mpirun -np 4 ./sim        (the same)
+    """
+    sys.exit(run(list(cmd), mode=mode, paths=list(paths), log_dir=log_dir, job_id=job_id, quiet=quiet))

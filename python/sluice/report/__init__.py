@@ -1,0 +1,1 @@
+"""Reports over the logs of a job: model (merge), text, JSON, HTML."""

@@ -1,0 +1,182 @@
+"""Merging the per-process logs of one job into job and per-file totals.
+
+How counters combine across records and processes is decided by their
+name, the same way for every module: MAX_BYTE_* take the maximum,
+*_START_TIMESTAMP the earliest non-zero value, *_END_TIMESTAMP the latest,
+everything else adds up. Timestamps are made relative to the job's start
+(the earliest process start).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sluice.errors import UserError
+from sluice.logfmt import Log, LogFormatError, read_log
+
+SIDES = ("app", "fs")
+
+# The counters that each count one call the program made.
+OP_COUNTERS = tuple(f"POSIX_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", "STATS", "FSYNCS", "FDSYNCS",
+                                           "TRUNCATES", "UNLINKS", "RENAMES", "MKDIRS", "RMDIRS", "DUPS")) + \
+    tuple(f"STDIO_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", "FLUSHES"))
+
+
+def combine(name: str, a: float, b: float) -> float:
+    if "MAX_BYTE" in name:
+        return max(a, b)
+    if name.endswith("_START_TIMESTAMP"):
+        if a == 0:
+            return b
+        return a if b == 0 else min(a, b)
+    if name.endswith("_END_TIMESTAMP"):
+        return max(a, b)
+    return a + b
+
+
+def _merge_into(dst: dict[str, float], src: dict[str, float]) -> None:
+    for k, v in src.items():
+        dst[k] = combine(k, dst[k], v) if k in dst else v
+
+
+def _shift_timestamps(counters: dict[str, float], offset: float) -> dict[str, float]:
+    out = dict(counters)
+    for k, v in counters.items():
+        if "_TIMESTAMP" in k and v:
+            out[k] = v + offset
+    return out
+
+
+@dataclass
+class FileTotals:
+    path: str
+    app: dict[str, float] = field(default_factory=dict)
+    fs: dict[str, float] = field(default_factory=dict)
+    processes: set[int] = field(default_factory=set)
+
+    def ops(self, side: str = "app") -> int:
+        c = getattr(self, side)
+        return int(sum(c.get(k, 0) for k in OP_COUNTERS))
+
+    def bytes(self, side: str = "app") -> int:
+        c = getattr(self, side)
+        return int(sum(v for k, v in c.items() if k.endswith(("_BYTES_READ", "_BYTES_WRITTEN"))))
+
+
+@dataclass
+class Job:
+    job_id: str
+    logs: list[Log]
+    app: dict[str, float]
+    fs: dict[str, float]
+    files: list[FileTotals]
+    start_ns: int
+    end_ns: int
+
+    @property
+    def processes(self) -> int:
+        return len(self.logs)
+
+    @property
+    def runtime(self) -> float:
+        return max(0.0, (self.end_ns - self.start_ns) / 1e9)
+
+    @property
+    def partial(self) -> bool:
+        return any(l.partial for l in self.logs)
+
+    def to_json(self) -> dict:
+        return {
+            "job_id": self.job_id,
+            "processes": self.processes,
+            "runtime_s": self.runtime,
+            "partial": self.partial,
+            "logs": [str(l.path) for l in self.logs],
+            "app": self.app,
+            "fs": self.fs,
+            "files": [{"path": f.path, "processes": len(f.processes), "app": f.app, "fs": f.fs}
+                      for f in self.files],
+        }
+
+
+def find_logs(inputs: list[str | Path]) -> list[Path]:
+    """The .sluice files named, or found directly inside the directories named."""
+    found: list[Path] = []
+    for i in inputs:
+        p = Path(i)
+        if p.is_dir():
+            found.extend(sorted(q for q in p.glob("*.sluice") if q.is_file()))
+        elif p.exists():
+            found.append(p)
+        else:
+            raise UserError(f"{p}: no such file or directory")
+    return found
+
+
+def load_logs(inputs: list[str | Path], warn=None) -> list[Log]:
+    """Read every log; a bad log inside a directory is skipped with a warning,
+    a bad log named explicitly is an error."""
+    warn = warn or (lambda msg: print(f"sluice: warning: {msg}", file=sys.stderr))
+    named = {Path(i) for i in inputs if not Path(i).is_dir()}
+    logs: list[Log] = []
+    for p in find_logs(inputs):
+        try:
+            logs.append(read_log(p))
+        except LogFormatError as e:
+            if p in named:
+                raise UserError(str(e)) from None
+            warn(f"{e}; skipped")
+    if not logs:
+        raise UserError(f"no sluice logs in {', '.join(str(i) for i in inputs)}")
+    return logs
+
+
+def select_job(logs: list[Log], job: str | None = None, warn=None) -> tuple[str, list[Log]]:
+    """The logs of one job: the one asked for, else the most recent."""
+    warn = warn or (lambda msg: print(f"sluice: note: {msg}", file=sys.stderr))
+    by_job: dict[str, list[Log]] = defaultdict(list)
+    for l in logs:
+        by_job[l.job_id].append(l)
+    if job is not None:
+        if job not in by_job:
+            raise UserError(f"no logs of job {job!r} (jobs found: {', '.join(sorted(by_job))})")
+        return job, by_job[job]
+    latest = max(by_job, key=lambda j: max(l.start_ns for l in by_job[j]))
+    if len(by_job) > 1:
+        warn(f"{len(by_job)} jobs found; reporting the latest, {latest} (choose with --job)")
+    return latest, by_job[latest]
+
+
+def merge(job_id: str, logs: list[Log]) -> Job:
+    start = min(l.start_ns for l in logs)
+    end = max(l.end_ns for l in logs)
+    # Every counter any log's schema names appears in the totals, so that a
+    # module with no activity still reads as zeros (MAX_BYTE as -1).
+    zero: dict[str, float] = {}
+    for l in logs:
+        for m in l.modules.values():
+            for name in m.int_names:
+                zero.setdefault(name, -1 if "MAX_BYTE" in name else 0)
+            for name in m.float_names:
+                zero.setdefault(name, 0.0)
+    totals = {s: dict(zero) for s in SIDES}
+    files: dict[str, FileTotals] = {}
+    for l in sorted(logs, key=lambda x: (x.start_ns, x.pid)):
+        offset = (l.start_ns - start) / 1e9
+        for r in l.records:
+            f = files.setdefault(r.path, FileTotals(r.path))
+            f.processes.add(l.pid)
+            for side in SIDES:
+                c = _shift_timestamps(getattr(r, side), offset)
+                _merge_into(getattr(f, side), c)
+                _merge_into(totals[side], c)
+    ordered = sorted(files.values(), key=lambda f: (-f.bytes(), -f.ops(), f.path))
+    return Job(job_id, logs, totals["app"], totals["fs"], ordered, start, end)
+
+
+def load_job(inputs: list[str | Path], job: str | None = None) -> Job:
+    job_id, logs = select_job(load_logs(inputs), job)
+    return merge(job_id, logs)

@@ -1,0 +1,104 @@
+"""The text report: a job summary in the spirit of Darshan's, app and fs side by side."""
+
+from __future__ import annotations
+
+import io
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from sluice.report.model import Job
+
+BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
+BUCKET_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"]
+
+SUMMARY = [
+    ("opens", ("POSIX_OPENS", "STDIO_OPENS")),
+    ("reads", ("POSIX_READS", "STDIO_READS")),
+    ("writes", ("POSIX_WRITES", "STDIO_WRITES")),
+    ("seeks", ("POSIX_SEEKS", "STDIO_SEEKS")),
+    ("stats", ("POSIX_STATS",)),
+    ("fsync/fdatasync/fflush", ("POSIX_FSYNCS", "POSIX_FDSYNCS", "STDIO_FLUSHES")),
+    ("unlinks", ("POSIX_UNLINKS",)),
+    ("renames", ("POSIX_RENAMES",)),
+    ("mkdirs", ("POSIX_MKDIRS",)),
+    ("errors", ("POSIX_ERRORS", "STDIO_ERRORS")),
+    ("bytes read", ("POSIX_BYTES_READ", "STDIO_BYTES_READ")),
+    ("bytes written", ("POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN")),
+]
+
+
+def total(c: dict[str, float], names: tuple[str, ...]) -> float:
+    return sum(c.get(n, 0) for n in names)
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n}"
+
+
+def reduction(app: float, fs: float) -> str:
+    if app == fs:
+        return "1.0x"
+    if fs == 0:
+        return "all" if app else "-"
+    return f"{app / fs:.1f}x"
+
+
+def render(job: Job, top: int = 10, width: int = 110) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
+    exes = sorted({l.info.get("exe", "?") for l in job.logs})
+    con.print(f"sluice report: job {job.job_id}")
+    con.print(f"  processes: {job.processes}   run time: {job.runtime:.3f} s   "
+              f"mode: {', '.join(sorted({l.info.get('mode', '?') for l in job.logs}))}")
+    con.print(f"  executables: {', '.join(exes)}")
+    if job.partial:
+        con.print("  PARTIAL: some files were folded into '<other files>' (raise SLUICE_MAX_RECORDS)")
+
+    t = Table(title="Operations: what the application asked (app) and what reached the file system (fs)",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    t.add_column("")
+    t.add_column("app", justify="right")
+    t.add_column("fs", justify="right")
+    t.add_column("app/fs", justify="right")
+    for label, names in SUMMARY:
+        a, f = total(job.app, names), total(job.fs, names)
+        fmt = human_bytes if label.startswith("bytes") else (lambda v: f"{int(v):,}")
+        t.add_row(label, fmt(a), fmt(f), reduction(a, f))
+    con.print(t)
+
+    h = Table(title="Access sizes (POSIX calls per size, bytes)", title_justify="left", box=box.SIMPLE_HEAD)
+    h.add_column("size")
+    for col in ("reads app", "reads fs", "writes app", "writes fs"):
+        h.add_column(col, justify="right")
+    for b, label in zip(BUCKETS, BUCKET_LABELS):
+        h.add_row(label, *(f"{int(getattr(job, side).get(f'POSIX_SIZE_{kind}_{b}', 0)):,}"
+                           for kind in ("READ", "WRITE") for side in ("app", "fs")))
+    con.print(h)
+
+    tt = Table(title="Time in I/O calls (seconds, summed over processes)", title_justify="left", box=box.SIMPLE_HEAD)
+    tt.add_column("")
+    tt.add_column("app", justify="right")
+    tt.add_column("fs", justify="right")
+    for label, names in (("read", ("POSIX_F_READ_TIME", "STDIO_F_READ_TIME")),
+                         ("write", ("POSIX_F_WRITE_TIME", "STDIO_F_WRITE_TIME")),
+                         ("metadata", ("POSIX_F_META_TIME", "STDIO_F_META_TIME"))):
+        tt.add_row(label, f"{total(job.app, names):.6f}", f"{total(job.fs, names):.6f}")
+    con.print(tt)
+
+    for title, key in (("bytes", lambda f: f.bytes()), ("operations", lambda f: f.ops())):
+        ft = Table(title=f"Top {top} files by {title} (app side)", title_justify="left", box=box.SIMPLE_HEAD)
+        ft.add_column("file", overflow="fold")
+        ft.add_column("bytes", justify="right")
+        ft.add_column("ops", justify="right")
+        ft.add_column("procs", justify="right")
+        for f in sorted(job.files, key=lambda f: (-key(f), f.path))[:top]:
+            ft.add_row(f.path, human_bytes(f.bytes()), f"{f.ops():,}", str(len(f.processes)))
+        con.print(ft)
+    con.print(f"{len(job.files)} files recorded.")
+    return buf.getvalue()
