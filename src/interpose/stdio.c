@@ -173,18 +173,28 @@ SLUICE_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 SLUICE_EXPORT int fclose(FILE *fp)
 {
     struct sluice_record *rec;
-    int saved = errno, rc;
+    int saved = errno, rc, fd;
     uint64_t t0;
 
-    if (!sluice_active() || !(rec = sluice_stream_remove(fp)))
+    if (!sluice_active())
         return SLUICE_REAL(fclose)(fp);
+    /* A stream made by fdopen closes a descriptor we may be recording. */
+    fd = fp ? fileno(fp) : -1;
+    rec = sluice_stream_remove(fp);
     t0 = sluice_now_ns();
     rc = SLUICE_REAL(fclose)(fp);
-    if (rc != 0) {
+    if (rc != 0)
         saved = errno;
-        sluice_count_error(rec, SLUICE_SIDES_BOTH);
-    } else {
-        sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+    if (rec) {
+        if (rc != 0)
+            sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        else
+            sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+    }
+    if (fd >= 0 && sluice_fd_known(fd) && !sluice_in_vfork_child()) {
+        sluice__guard++;
+        sluice_fd_replaced(fd);
+        sluice__guard--;
     }
     errno = saved;
     return rc;

@@ -1,0 +1,263 @@
+/*
+ * sluice-io: a test driver that makes exactly the library calls it is told
+ * to, one per argument, by their exact symbol names (fortified and old-ABI
+ * ones included), and prints one JSON line per call: {"op", "ret", "errno"}.
+ *
+ *   sluice-io OP[:ARG[:ARG...]] ...
+ *
+ * It holds one current descriptor (fd), a second one (fd2, set by dup*),
+ * and one current stream (fp). `swap` exchanges fd and fd2. Sizes are byte
+ * counts; data written is the byte 'x'. Flags are comma lists of
+ * r,w,rw,creat,trunc,append,excl; whence is set,cur,end.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+int __xstat(int ver, const char *path, struct stat *st);
+int __xstat64(int ver, const char *path, struct stat64 *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+int __lxstat64(int ver, const char *path, struct stat64 *st);
+int __fxstat(int ver, int fd, struct stat *st);
+int __fxstat64(int ver, int fd, struct stat64 *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
+size_t __fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *fp);
+size_t __fread_unlocked_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *fp);
+char *__fgets_chk(char *s, size_t size, int n, FILE *fp);
+char *__fgets_unlocked_chk(char *s, size_t size, int n, FILE *fp);
+int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...);
+int __vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap);
+int __isoc99_fscanf(FILE *fp, const char *fmt, ...);
+int __isoc99_vfscanf(FILE *fp, const char *fmt, va_list ap);
+int _IO_putc(int c, FILE *fp);
+int _IO_getc(FILE *fp);
+int fcntl64(int fd, int cmd, ...);
+
+static int fd = -1, fd2 = -1;
+static FILE *fp;
+static char buf[1 << 20], sbuf[4096];
+
+static int parse_flags(const char *s)
+{
+    int f = 0, acc = O_RDONLY;
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s", s);
+    for (char *save, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "r")) acc = O_RDONLY;
+        else if (!strcmp(t, "w")) acc = O_WRONLY;
+        else if (!strcmp(t, "rw")) acc = O_RDWR;
+        else if (!strcmp(t, "creat")) f |= O_CREAT;
+        else if (!strcmp(t, "trunc")) f |= O_TRUNC;
+        else if (!strcmp(t, "append")) f |= O_APPEND;
+        else if (!strcmp(t, "excl")) f |= O_EXCL;
+    }
+    return f | acc;
+}
+
+static int whence(const char *s)
+{
+    return !strcmp(s, "cur") ? SEEK_CUR : !strcmp(s, "end") ? SEEK_END : SEEK_SET;
+}
+
+static void report(const char *op, long long ret, int err)
+{
+    printf("{\"op\": \"%s\", \"ret\": %lld, \"errno\": %d}\n", op, ret, err);
+}
+
+static int vfp(int (*f)(FILE *, const char *, va_list), FILE *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = f(s, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static int vfp_chk(FILE *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vfprintf_chk(s, 1, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static int vfs(int (*f)(FILE *, const char *, va_list), FILE *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = f(s, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    memset(buf, 'x', sizeof buf);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 1; i < argc; i++) {
+        char op[256], *a[4] = {"", "", "", ""};
+        snprintf(op, sizeof op, "%s", argv[i]);
+        char *save, *name = strtok_r(op, ":", &save);
+        for (int k = 0; k < 4; k++) {
+            char *t = strtok_r(NULL, ":", &save);
+            if (!t)
+                break;
+            a[k] = t;
+        }
+        long n = atol(a[0]), m = atol(a[1]), o = atol(a[2]);
+        long long ret = 0;
+        struct stat st;
+        struct stat64 st64;
+        struct statx stx;
+        struct iovec iov[64];
+        errno = 0;
+#define IS(s) (strcmp(name, s) == 0)
+#define IOV(total, cnt)                                               \
+        int cnt_ = (int)((cnt) > 0 && (cnt) <= 64 ? (cnt) : 1);       \
+        for (int k = 0; k < cnt_; k++) {                              \
+            iov[k].iov_base = buf + k * ((total) / cnt_);             \
+            iov[k].iov_len = (size_t)((total) / cnt_);                \
+        }
+        /* open */
+        if (IS("open")) ret = fd = open(a[0], parse_flags(a[1]), 0644);
+        else if (IS("open64")) ret = fd = open64(a[0], parse_flags(a[1]), 0644);
+        else if (IS("openat")) ret = fd = openat(AT_FDCWD, a[0], parse_flags(a[1]), 0644);
+        else if (IS("openat64")) ret = fd = openat64(AT_FDCWD, a[0], parse_flags(a[1]), 0644);
+        else if (IS("creat")) ret = fd = creat(a[0], 0644);
+        else if (IS("creat64")) ret = fd = creat64(a[0], 0644);
+        else if (IS("__open_2")) ret = fd = __open_2(a[0], parse_flags(a[1]));
+        else if (IS("__open64_2")) ret = fd = __open64_2(a[0], parse_flags(a[1]));
+        else if (IS("__openat_2")) ret = fd = __openat_2(AT_FDCWD, a[0], parse_flags(a[1]));
+        else if (IS("__openat64_2")) ret = fd = __openat64_2(AT_FDCWD, a[0], parse_flags(a[1]));
+        else if (IS("close")) ret = close(fd);
+        else if (IS("close2")) ret = close(fd2);
+        /* data */
+        else if (IS("read")) ret = read(fd, buf, (size_t)n);
+        else if (IS("__read_chk")) ret = __read_chk(fd, buf, (size_t)n, sizeof buf);
+        else if (IS("write")) ret = write(fd, buf, (size_t)n);
+        else if (IS("pread")) ret = pread(fd, buf, (size_t)n, m);
+        else if (IS("pread64")) ret = pread64(fd, buf, (size_t)n, m);
+        else if (IS("__pread_chk")) ret = __pread_chk(fd, buf, (size_t)n, m, sizeof buf);
+        else if (IS("__pread64_chk")) ret = __pread64_chk(fd, buf, (size_t)n, m, sizeof buf);
+        else if (IS("pwrite")) ret = pwrite(fd, buf, (size_t)n, m);
+        else if (IS("pwrite64")) ret = pwrite64(fd, buf, (size_t)n, m);
+        else if (IS("readv")) { IOV(n, m); ret = readv(fd, iov, cnt_); }
+        else if (IS("writev")) { IOV(n, m); ret = writev(fd, iov, cnt_); }
+        else if (IS("preadv")) { IOV(n, m); ret = preadv(fd, iov, cnt_, o); }
+        else if (IS("preadv64")) { IOV(n, m); ret = preadv64(fd, iov, cnt_, o); }
+        else if (IS("pwritev")) { IOV(n, m); ret = pwritev(fd, iov, cnt_, o); }
+        else if (IS("pwritev64")) { IOV(n, m); ret = pwritev64(fd, iov, cnt_, o); }
+        else if (IS("preadv2")) { IOV(n, m); ret = preadv2(fd, iov, cnt_, o, 0); }
+        else if (IS("preadv64v2")) { IOV(n, m); ret = preadv64v2(fd, iov, cnt_, o, 0); }
+        else if (IS("pwritev2")) { IOV(n, m); ret = pwritev2(fd, iov, cnt_, o, 0); }
+        else if (IS("pwritev64v2")) { IOV(n, m); ret = pwritev64v2(fd, iov, cnt_, o, 0); }
+        else if (IS("lseek")) ret = lseek(fd, n, whence(a[1]));
+        else if (IS("lseek64")) ret = lseek64(fd, n, whence(a[1]));
+        else if (IS("fsync")) ret = fsync(fd);
+        else if (IS("fdatasync")) ret = fdatasync(fd);
+        else if (IS("ftruncate")) ret = ftruncate(fd, n);
+        else if (IS("ftruncate64")) ret = ftruncate64(fd, n);
+        /* descriptors */
+        else if (IS("dup")) ret = fd2 = dup(fd);
+        else if (IS("dup2")) ret = fd2 = dup2(fd, (int)n);
+        else if (IS("dup3")) ret = fd2 = dup3(fd, (int)n, O_CLOEXEC);
+        else if (IS("fcntl")) ret = fd2 = fcntl(fd, F_DUPFD, (int)n);
+        else if (IS("fcntl64")) ret = fd2 = fcntl64(fd, F_DUPFD_CLOEXEC, (int)n);
+        else if (IS("fcntl_setfl_append")) ret = fcntl(fd, F_SETFL, O_APPEND);
+        else if (IS("swap")) { int t = fd; fd = fd2; fd2 = t; }
+        /* metadata */
+        else if (IS("stat")) ret = stat(a[0], &st);
+        else if (IS("stat64")) ret = stat64(a[0], &st64);
+        else if (IS("lstat")) ret = lstat(a[0], &st);
+        else if (IS("lstat64")) ret = lstat64(a[0], &st64);
+        else if (IS("fstat")) ret = fstat(fd, &st) ?: st.st_size;
+        else if (IS("fstat64")) ret = fstat64(fd, &st64) ?: st64.st_size;
+        else if (IS("fstatat")) ret = fstatat(AT_FDCWD, a[0], &st, 0);
+        else if (IS("fstatat64")) ret = fstatat64(AT_FDCWD, a[0], &st64, 0);
+        else if (IS("fstatat_empty")) ret = fstatat(fd, "", &st, AT_EMPTY_PATH) ?: st.st_size;
+        else if (IS("statx")) ret = statx(AT_FDCWD, a[0], 0, STATX_SIZE, &stx);
+        else if (IS("statx_empty")) ret = statx(fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx) ?: (long long)stx.stx_size;
+        else if (IS("__xstat")) ret = __xstat(1, a[0], &st);
+        else if (IS("__xstat64")) ret = __xstat64(1, a[0], &st64);
+        else if (IS("__lxstat")) ret = __lxstat(1, a[0], &st);
+        else if (IS("__lxstat64")) ret = __lxstat64(1, a[0], &st64);
+        else if (IS("__fxstat")) ret = __fxstat(1, fd, &st) ?: st.st_size;
+        else if (IS("__fxstat64")) ret = __fxstat64(1, fd, &st64) ?: st64.st_size;
+        else if (IS("__fxstatat")) ret = __fxstatat(1, AT_FDCWD, a[0], &st, 0);
+        else if (IS("__fxstatat64")) ret = __fxstatat64(1, AT_FDCWD, a[0], &st64, 0);
+        else if (IS("access")) ret = access(a[0], F_OK);
+        else if (IS("faccessat")) ret = faccessat(AT_FDCWD, a[0], F_OK, 0);
+        else if (IS("unlink")) ret = unlink(a[0]);
+        else if (IS("unlinkat")) ret = unlinkat(AT_FDCWD, a[0], 0);
+        else if (IS("unlinkat_dir")) ret = unlinkat(AT_FDCWD, a[0], AT_REMOVEDIR);
+        else if (IS("rename")) ret = rename(a[0], a[1]);
+        else if (IS("renameat")) ret = renameat(AT_FDCWD, a[0], AT_FDCWD, a[1]);
+        else if (IS("renameat2")) ret = renameat2(AT_FDCWD, a[0], AT_FDCWD, a[1], 0);
+        else if (IS("mkdir")) ret = mkdir(a[0], 0755);
+        else if (IS("mkdirat")) ret = mkdirat(AT_FDCWD, a[0], 0755);
+        else if (IS("rmdir")) ret = rmdir(a[0]);
+        /* stdio */
+        else if (IS("fopen")) ret = (fp = fopen(a[0], a[1])) != NULL;
+        else if (IS("fopen64")) ret = (fp = fopen64(a[0], a[1])) != NULL;
+        else if (IS("fdopen")) ret = (fp = fdopen(fd, a[0])) != NULL;
+        else if (IS("freopen")) ret = (fp = freopen(a[0], a[1], fp)) != NULL;
+        else if (IS("freopen64")) ret = (fp = freopen64(a[0], a[1], fp)) != NULL;
+        else if (IS("fclose")) ret = fclose(fp);
+        else if (IS("fread")) ret = (long long)fread(buf, 1, (size_t)n, fp);
+        else if (IS("fread_unlocked")) ret = (long long)fread_unlocked(buf, 1, (size_t)n, fp);
+        else if (IS("__fread_chk")) ret = (long long)__fread_chk(buf, sizeof buf, 1, (size_t)n, fp);
+        else if (IS("__fread_unlocked_chk")) ret = (long long)__fread_unlocked_chk(buf, sizeof buf, 1, (size_t)n, fp);
+        else if (IS("fwrite")) ret = (long long)fwrite(buf, 1, (size_t)n, fp);
+        else if (IS("fwrite_unlocked")) ret = (long long)fwrite_unlocked(buf, 1, (size_t)n, fp);
+        else if (IS("fgets")) ret = fgets(sbuf, (int)n, fp) ? (long long)strlen(sbuf) : -1;
+        else if (IS("fgets_unlocked")) ret = fgets_unlocked(sbuf, (int)n, fp) ? (long long)strlen(sbuf) : -1;
+        else if (IS("__fgets_chk")) ret = __fgets_chk(sbuf, sizeof sbuf, (int)n, fp) ? (long long)strlen(sbuf) : -1;
+        else if (IS("__fgets_unlocked_chk")) ret = __fgets_unlocked_chk(sbuf, sizeof sbuf, (int)n, fp) ? (long long)strlen(sbuf) : -1;
+        else if (IS("fputs")) ret = fputs(a[0], fp);
+        else if (IS("fputs_unlocked")) ret = fputs_unlocked(a[0], fp);
+        else if (IS("fputc")) ret = fputc('y', fp);
+        else if (IS("putc")) ret = putc('y', fp);
+        else if (IS("_IO_putc")) ret = _IO_putc('y', fp);
+        else if (IS("fgetc")) ret = fgetc(fp);
+        else if (IS("getc")) ret = getc(fp);
+        else if (IS("_IO_getc")) ret = _IO_getc(fp);
+        else if (IS("fprintf")) ret = fprintf(fp, "%s\n", a[0]);
+        else if (IS("vfprintf")) ret = vfp(vfprintf, fp, "%s\n", a[0]);
+        else if (IS("__fprintf_chk")) ret = __fprintf_chk(fp, 1, "%s\n", a[0]);
+        else if (IS("__vfprintf_chk")) ret = vfp_chk(fp, "%s\n", a[0]);
+        else if (IS("fscanf")) { int v = 0; ret = fscanf(fp, "%d", &v); }
+        else if (IS("vfscanf")) { int v = 0; ret = vfs(vfscanf, fp, "%d", &v); }
+        else if (IS("__isoc99_fscanf")) { int v = 0; ret = __isoc99_fscanf(fp, "%d", &v); }
+        else if (IS("__isoc99_vfscanf")) { int v = 0; ret = vfs(__isoc99_vfscanf, fp, "%d", &v); }
+        else if (IS("fseek")) ret = fseek(fp, n, whence(a[1]));
+        else if (IS("fseeko")) ret = fseeko(fp, n, whence(a[1]));
+        else if (IS("fseeko64")) ret = fseeko64(fp, n, whence(a[1]));
+        else if (IS("ftell")) ret = ftell(fp);
+        else if (IS("ftello")) ret = ftello(fp);
+        else if (IS("ftello64")) ret = ftello64(fp);
+        else if (IS("rewind")) rewind(fp);
+        else if (IS("fflush")) ret = fflush(fp);
+        else {
+            fprintf(stderr, "sluice-io: unknown operation '%s'\n", name);
+            return 2;
+        }
+        report(name, ret, (int)ret < 0 || (ret == 0 && errno) ? errno : 0);
+    }
+    return 0;
+}

@@ -1,0 +1,126 @@
+"""Shared fixtures: where the build is, and running programs under `sluice run`.
+
+The suite tests a build tree: SLUICE_NATIVE_DIR (libsluice.so and the tools)
+defaults to <repo>/build/dev/native and SLUICE_TEST_BIN (the test programs)
+to <repo>/build/dev/tests/bin; scripts/test sets both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NATIVE = Path(os.environ.get("SLUICE_NATIVE_DIR", REPO / "build" / "dev" / "native"))
+TEST_BIN = Path(os.environ.get("SLUICE_TEST_BIN", REPO / "build" / "dev" / "tests" / "bin"))
+os.environ["SLUICE_NATIVE_DIR"] = str(NATIVE)
+
+# Run the package from this tree unless an installed one is being tested.
+if "sluice" not in sys.modules and not os.environ.get("SLUICE_TEST_INSTALLED"):
+    sys.path.insert(0, str(REPO / "python"))
+
+
+def bin_path(name: str) -> str:
+    p = TEST_BIN / name
+    if not p.exists():
+        pytest.fail(f"test program {p} is missing: build the tree first (scripts/test does)")
+    return str(p)
+
+
+def python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if not os.environ.get("SLUICE_TEST_INSTALLED"):
+        env["PYTHONPATH"] = str(REPO / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def sluice(*args: str, check: bool = True, env: dict[str, str] | None = None,
+           cwd: str | Path | None = None, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    """Run the sluice CLI; returns the completed process (text mode)."""
+    e = python_env()
+    e.update(env or {})
+    cp = subprocess.run([sys.executable, "-m", "sluice", *args], env=e, cwd=cwd, text=True,
+                        capture_output=True, timeout=timeout, **kw)
+    if check and cp.returncode != 0:
+        raise AssertionError(f"sluice {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
+    return cp
+
+
+def report_json(log_dir: Path, *extra: str) -> dict:
+    return json.loads(sluice("report", "--json", *extra, str(log_dir)).stdout)
+
+
+def file_entry(report: dict, path: str | Path) -> dict:
+    for f in report["files"]:
+        if f["path"] == str(path):
+            return f
+    raise AssertionError(f"{path} not in report; files: {[f['path'] for f in report['files']]}")
+
+
+def nonzero(counters: dict, prefix: str = "", skip_time: bool = True) -> dict:
+    """Counters that moved, without times (which differ run to run)."""
+    return {k: v for k, v in counters.items()
+            if k.startswith(prefix) and v not in (0, -1) and not (skip_time and "_F_" in k)}
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    d = tmp_path / "work"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    return tmp_path / "logs"
+
+
+def _tmpfs_dir() -> Path | None:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+@pytest.fixture(scope="session")
+def testbed_mount():
+    """The MooseFS testbed mount, started for the session if it is not up."""
+    from sluice import testbed
+
+    if os.geteuid() != 0:
+        pytest.fail("the testbed tier needs root (network namespace, FUSE mount)")
+    st = testbed.status()
+    started = False
+    if not st.get("running"):
+        testbed.up()
+        started = True
+        st = testbed.status()
+    yield Path(st["mountpoint"])
+    if started:
+        testbed.down()
+
+
+# The file systems the counter and byte-identity tests run on.
+TARGETS = ["tmpfs", "disk", pytest.param("testbed", marks=pytest.mark.testbed)]
+
+
+@pytest.fixture(params=TARGETS)
+def target(request, tmp_path: Path):
+    """A fresh directory on the file system named by the parameter."""
+    kind = request.param
+    if kind == "tmpfs":
+        base = _tmpfs_dir()
+        if base is None:
+            pytest.fail("/dev/shm is not a writable tmpfs")
+    elif kind == "disk":
+        base = Path("/var/tmp")
+    else:
+        base = request.getfixturevalue("testbed_mount")
+    d = Path(tempfile.mkdtemp(prefix="sluice-test-", dir=base))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
