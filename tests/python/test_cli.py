@@ -1,0 +1,193 @@
+"""The CLI as a user meets it: exit statuses, errors as one line, job
+selection, bad settings, and errors from the file system reaching the
+program (through the test-only faulty tier) and its profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import bin_path, file_entry, nonzero, python_env, report_json, sluice
+
+
+def one_line_error(cp: subprocess.CompletedProcess) -> str:
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1, cp.stderr
+    assert lines[0].startswith("sluice: error: "), cp.stderr
+    assert "Traceback" not in cp.stderr
+    return lines[0]
+
+
+def test_exit_status_is_the_programs(workdir, logdir):
+    cp = sluice("run", "--log-dir", str(logdir), "--", "sh", "-c", "exit 7", check=False)
+    assert cp.returncode == 7
+    cp = sluice("run", "--log-dir", str(logdir), "--", "sh", "-c", "kill -KILL $$", check=False)
+    assert cp.returncode == 128 + 9
+
+
+def test_command_not_found(logdir):
+    cp = sluice("run", "--log-dir", str(logdir), "--", "no-such-program-xyz", check=False)
+    assert cp.returncode == 127
+    assert one_line_error(cp) == "sluice: error: command not found: no-such-program-xyz"
+
+
+def test_unwritable_log_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    cp = sluice("run", "--log-dir", str(blocker / "logs"), "--", "true", check=False)
+    assert cp.returncode == 1
+    assert "cannot create the log directory" in one_line_error(cp)
+
+
+def test_report_missing_input(tmp_path):
+    cp = sluice("report", str(tmp_path / "nothing"), check=False)
+    assert cp.returncode == 1
+    assert one_line_error(cp).endswith("nothing: no such file or directory")
+
+
+def test_report_empty_dir(tmp_path):
+    cp = sluice("report", str(tmp_path), check=False)
+    assert cp.returncode == 1
+    assert "no sluice logs" in one_line_error(cp)
+
+
+def _one_log(workdir: Path, logdir: Path) -> Path:
+    sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"),
+           f"creat:{workdir}/f", "write:100", "close")
+    (log,) = logdir.glob("*.sluice")
+    return log
+
+
+@pytest.mark.parametrize("damage", ["truncate_header", "truncate_tail", "flip_region", "not_a_log", "empty"])
+def test_corrupt_log_named_is_one_line_error(damage, workdir, logdir):
+    log = _one_log(workdir, logdir)
+    data = bytearray(log.read_bytes())
+    if damage == "truncate_header":
+        data = data[:40]
+    elif damage == "truncate_tail":
+        data = data[:-7]
+    elif damage == "flip_region":
+        data[-20] ^= 0x40
+    elif damage == "not_a_log":
+        data = bytearray(b"hello world, this is no log at all" * 4)
+    else:
+        data = bytearray()
+    log.write_bytes(bytes(data))
+    cp = sluice("report", str(log), check=False)
+    assert cp.returncode == 1
+    msg = one_line_error(cp)
+    assert str(log) in msg
+
+
+def test_corrupt_log_in_dir_is_skipped_with_warning(workdir, logdir):
+    good = _one_log(workdir, logdir)
+    bad = logdir / "broken.sluice"
+    bad.write_bytes(good.read_bytes()[:100])
+    cp = sluice("report", "--json", str(logdir))
+    assert json.loads(cp.stdout)["processes"] == 1
+    assert f"sluice: warning: {bad}" in cp.stderr and "skipped" in cp.stderr
+
+
+def test_report_picks_latest_job_and_job_option(workdir, logdir):
+    for job in ("first", "second"):
+        sluice("run", "--log-dir", str(logdir), "--job-id", job, "--path", str(workdir), "--",
+               bin_path("sluice-io"), f"creat:{workdir}/{job}", "close")
+    cp = sluice("report", "--json", str(logdir))
+    r = json.loads(cp.stdout)
+    assert r["job_id"] == "second" and "2 jobs found" in cp.stderr
+    r = json.loads(sluice("report", "--json", "--job", "first", str(logdir)).stdout)
+    assert [Path(f["path"]).name for f in r["files"]] == ["first"]
+    cp = sluice("report", "--job", "third", str(logdir), check=False)
+    assert "no logs of job 'third'" in one_line_error(cp)
+
+
+def test_text_report_shows_both_sides(workdir, logdir):
+    _one_log(workdir, logdir)
+    out = sluice("report", str(logdir)).stdout
+    assert "app" in out and "fs" in out and "app/fs" in out
+    assert f"{workdir}/f" in out
+    writes = [l for l in out.splitlines() if l.strip().startswith("writes")]
+    assert writes and writes[0].split()[1:3] == ["1", "1"]
+
+
+def test_system_paths_not_recorded_by_default(tmp_path, logdir):
+    f = tmp_path / "mine"
+    sluice("run", "--log-dir", str(logdir), "--", bin_path("sluice-io"), "stat:/etc/hostname",
+           "open:/usr/lib/os-release:r", "close", f"creat:{f}", "close")
+    paths = [e["path"] for e in report_json(logdir)["files"]]
+    assert str(f) in paths
+    assert not [p for p in paths if p.startswith(("/etc", "/usr", "/proc", "/sys", "/dev"))]
+
+
+def test_bad_setting_warns_once_and_program_runs(workdir, logdir):
+    cp = sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"),
+                f"creat:{workdir}/f", "close", env={"SLUICE_MAX_RECORDS": "lots"})
+    assert cp.stderr.count("SLUICE_MAX_RECORDS='lots' is not a non-negative integer; using the default") == 1
+    assert file_entry(report_json(logdir), workdir / "f")["app"]["POSIX_OPENS"] == 1
+
+
+def test_record_cap_folds_into_other_files_and_marks_partial(workdir, logdir):
+    ops = []
+    for i in range(5):
+        ops += [f"creat:{workdir}/f{i}", "write:10", "close"]
+    sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"), *ops,
+           env={"SLUICE_MAX_RECORDS": "2"})
+    r = report_json(logdir)
+    assert r["partial"] is True
+    assert len(r["files"]) == 3
+    other = file_entry(r, "<other files>")
+    assert other["app"]["POSIX_WRITES"] == 3 and other["app"]["POSIX_OPENS"] == 3
+    assert r["app"]["POSIX_WRITES"] == 5   # job totals stay exact
+
+
+def test_disabled_writes_no_log(workdir, logdir):
+    sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"),
+           f"creat:{workdir}/f", "close", env={"SLUICE_DISABLE": "1"})
+    assert list(logdir.glob("*.sluice")) == []
+
+
+def fault_env(spec: str) -> dict[str, str]:
+    return {"SLUICE_TIERS": "faulty", "SLUICE_ALLOW_TEST_TIERS": "1", "SLUICE_FAULT": spec}
+
+
+def test_injected_enospc_reaches_the_program_and_the_profile(workdir, logdir):
+    cp = sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"),
+                f"creat:{workdir}/f", "write:100", "write:100", "write:100", "fsync", "close",
+                env=fault_env("write:2:ENOSPC,fsync:1:EIO"))
+    results = [json.loads(l) for l in cp.stdout.splitlines()]
+    assert [(r["op"], r["ret"], r["errno"]) for r in results] == [
+        ("creat", results[0]["ret"], 0), ("write", 100, 0), ("write", -1, 28), ("write", 100, 0),
+        ("fsync", -1, 5), ("close", 0, 0)]
+    # the bytes of the writes that succeeded are on disk, in order
+    assert (workdir / "f").read_bytes() == b"x" * 200
+    e = file_entry(report_json(logdir), workdir / "f")
+    # the app asked for three writes and an fsync; two writes reached the file system
+    assert (e["app"]["POSIX_WRITES"], e["app"]["POSIX_ERRORS"], e["app"]["POSIX_FSYNCS"]) == (2, 2, 0)
+    assert (e["fs"]["POSIX_WRITES"], e["fs"]["POSIX_ERRORS"], e["fs"]["POSIX_BYTES_WRITTEN"]) == (2, 0, 200)
+    assert e["app"]["POSIX_OPENS"] == e["fs"]["POSIX_OPENS"] == 1
+
+
+def test_test_tiers_refused_unless_allowed(workdir, logdir):
+    cp = sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"),
+                f"creat:{workdir}/f", "write:10", "write:10", "close",
+                env={"SLUICE_TIERS": "faulty", "SLUICE_FAULT": "write:1:EIO"})
+    assert "tier 'faulty' is for tests only (set SLUICE_ALLOW_TEST_TIERS=1); left out of the stack" in cp.stderr
+    assert (workdir / "f").stat().st_size == 20
+
+
+def test_demo_runs_and_reports(tmp_path):
+    cp = sluice("demo", "--dir", str(tmp_path / "demo"), "--steps", "5")
+    assert "sluice report: job" in cp.stdout
+    r = report_json(tmp_path / "demo" / "logs")
+    # POSIX opens: 4 inputs read back, 5 steps x 12 variables, 4 restarts;
+    # the inputs and run.log are written through stdio
+    assert r["app"]["POSIX_OPENS"] == 4 + 5 * 12 + 4
+    assert r["app"]["STDIO_OPENS"] == 4 + 1
+    assert r["app"]["POSIX_UNLINKS"] == 3 * 11
+    assert r["app"]["STDIO_WRITES"] == 4 * 50 + 5
