@@ -48,8 +48,11 @@ def mpi_rank(env: dict[str, str] | None = None) -> int | None:
     return None
 
 
-def _with_preload(existing: str, lib: str) -> str:
+def _with_preload(existing: str, lib: str, first: str = "") -> str:
     parts = [p for p in existing.replace(":", " ").split() if p and Path(p).name != Path(lib).name]
+    # SLUICE_PRELOAD_FIRST: libraries that must precede ours in the program
+    # only (a sanitizer runtime when testing a sanitized libsluice).
+    parts = [p for p in first.replace(":", " ").split() if p] + parts
     # A sanitizer runtime must stay first in the list; otherwise we go first.
     if any("asan" in Path(p).name or "ubsan" in Path(p).name for p in parts):
         return " ".join(parts + [lib])
@@ -67,7 +70,8 @@ def sluice_env(
 ) -> dict[str, str]:
     """The environment that runs a command under libsluice."""
     env = dict(base)
-    env["LD_PRELOAD"] = _with_preload(env.get("LD_PRELOAD", ""), str(preload_library()))
+    env["LD_PRELOAD"] = _with_preload(env.get("LD_PRELOAD", ""), str(preload_library()),
+                                      env.get("SLUICE_PRELOAD_FIRST", ""))
     env["SLUICE_MODE"] = mode
     env["SLUICE_LOG_DIR"] = str(log_dir)
     env["SLUICE_JOB_ID"] = job_id

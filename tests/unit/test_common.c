@@ -1,0 +1,78 @@
+/* Unit tests of src/common and the config parser: path normalisation,
+ * CRC-32 against zlib's known values, integer and boolean settings. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "common/crc32.h"
+#include "common/pathnorm.h"
+#include "core/config.h"
+#include "harness.h"
+
+static const char *norm(const char *in)
+{
+    static char buf[256];
+    strcpy(buf, in);
+    sluice_path_normalize(buf);
+    return buf;
+}
+
+int main(void)
+{
+    CHECK_STR(norm("/"), "/");
+    CHECK_STR(norm("//a///b/"), "/a/b");
+    CHECK_STR(norm("/a/./b/."), "/a/b");
+    CHECK_STR(norm("/a/b/../c"), "/a/c");
+    CHECK_STR(norm("/a/../../b"), "/b");
+    CHECK_STR(norm("/.."), "/");
+    CHECK_STR(norm("/a/.hidden/..x"), "/a/.hidden/..x");
+
+    char out[64], cwd[4096];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK_EQ(sluice_path_absolute(AT_FDCWD, "/x/y/../z", out, sizeof out), 0);
+    CHECK_STR(out, "/x/z");
+    char rel[4200];
+    CHECK_EQ(sluice_path_absolute(AT_FDCWD, "sub/../f", rel, sizeof rel), 0);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/f", strcmp(cwd, "/") ? cwd : "");
+    CHECK_STR(rel, want);
+    char tiny[8];
+    CHECK_EQ(sluice_path_absolute(AT_FDCWD, "/a/long/path", tiny, sizeof tiny), -ENAMETOOLONG);
+    int dfd = open("/tmp", O_RDONLY | O_DIRECTORY);
+    CHECK(dfd >= 0);
+    CHECK_EQ(sluice_path_absolute(dfd, "q/./r", out, sizeof out), 0);
+    CHECK_STR(out, "/tmp/q/r");
+    close(dfd);
+
+    CHECK(sluice_path_under("/a/b", "/a"));
+    CHECK(sluice_path_under("/a", "/a/"));
+    CHECK(!sluice_path_under("/ab", "/a"));
+    CHECK(sluice_path_under("/anything", "/"));
+
+    /* zlib.crc32 values */
+    CHECK_EQ(sluice_crc32(0, "", 0), 0);
+    CHECK_EQ(sluice_crc32(0, "123456789", 9), 0xCBF43926u);
+    uint32_t c = sluice_crc32(0, "12345", 5);
+    CHECK_EQ(sluice_crc32(c, "6789", 4), 0xCBF43926u);
+
+    int64_t v;
+    CHECK_EQ(sluice_config_parse_int("65536", &v), 0);
+    CHECK_EQ(v, 65536);
+    CHECK_EQ(sluice_config_parse_int("4M", &v), 0);
+    CHECK_EQ(v, 4 << 20);
+    CHECK_EQ(sluice_config_parse_int("2g", &v), 0);
+    CHECK_EQ(v, 2LL << 30);
+    CHECK_EQ(sluice_config_parse_int("", &v), -EINVAL);
+    CHECK_EQ(sluice_config_parse_int("-1", &v), -EINVAL);
+    CHECK_EQ(sluice_config_parse_int("12x", &v), -EINVAL);
+    CHECK_EQ(sluice_config_parse_int("99999999999999999999", &v), -EINVAL);
+    CHECK_EQ(sluice_config_parse_int("9999999999999G", &v), -EINVAL);
+    int b;
+    CHECK_EQ(sluice_config_parse_bool("yes", &b), 0);
+    CHECK_EQ(b, 1);
+    CHECK_EQ(sluice_config_parse_bool("OFF", &b), 0);
+    CHECK_EQ(b, 0);
+    CHECK_EQ(sluice_config_parse_bool("maybe", &b), -EINVAL);
+    return done();
+}
