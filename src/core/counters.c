@@ -4,7 +4,7 @@
  */
 #include "core/counters.h"
 
-uint64_t sluice_start_mono_ns;
+uint64_t sluice_start_ticks;
 
 /* Where each kind of access lands, per module; -1: the module has no such counter. */
 struct rw_slots {
@@ -53,16 +53,17 @@ static int size_bucket(int64_t n)
     return b;
 }
 
+/* Ticks since the process started; at least one, since 0 means "never". */
 static double since_start(uint64_t t)
 {
-    return t > sluice_start_mono_ns ? (double)(t - sluice_start_mono_ns) * 1e-9 : 0.0;
+    return t > sluice_start_ticks ? (double)(t - sluice_start_ticks) : 1.0;
 }
 
 void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
                      int64_t off, int64_t n, uint64_t t0, uint64_t t1)
 {
     const struct rw_slots *s = r->module == SLUICE_MOD_STDIO ? &stdio_rw[kind] : &posix_rw[kind];
-    double dt = (double)(t1 - t0) * 1e-9;
+    double dt = (double)(t1 - t0);
     double ts0 = since_start(t0), ts1 = since_start(t1);
 
     pthread_mutex_lock(&r->lock);
@@ -95,7 +96,7 @@ void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access
         }
         fc[s->f_time] += dt;
         if (fc[s->f_start] == 0.0 || ts0 < fc[s->f_start])
-            fc[s->f_start] = ts0 > 0 ? ts0 : 1e-9;
+            fc[s->f_start] = ts0;
         if (ts1 > fc[s->f_end])
             fc[s->f_end] = ts1;
     }
@@ -105,7 +106,7 @@ void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access
 static void count_timed(struct sluice_record *r, unsigned sides, int counter, int ftime,
                         int fstamp_first, int fstamp_last, uint64_t t0, uint64_t t1)
 {
-    double dt = (double)(t1 - t0) * 1e-9;
+    double dt = (double)(t1 - t0);
     double ts0 = since_start(t0), ts1 = since_start(t1);
 
     pthread_mutex_lock(&r->lock);
@@ -118,7 +119,7 @@ static void count_timed(struct sluice_record *r, unsigned sides, int counter, in
             ic[counter]++;
         fc[ftime] += dt;
         if (fstamp_first >= 0 && fc[fstamp_first] == 0.0)
-            fc[fstamp_first] = ts0 > 0 ? ts0 : 1e-9;
+            fc[fstamp_first] = ts0;
         if (fstamp_last >= 0 && ts1 > fc[fstamp_last])
             fc[fstamp_last] = ts1;
     }

@@ -1,7 +1,7 @@
 /*
  * Updating counters. Every function takes a side mask (SLUICE_SIDES_*: the
  * app side, the fs side, or both at once in pass-through) and the start and
- * end of the real call on the monotonic clock, and takes the record's lock.
+ * end of the real call in clock ticks (sluice_now()), and takes the record's lock.
  */
 #ifndef SLUICE_CORE_COUNTERS_H
 #define SLUICE_CORE_COUNTERS_H
@@ -16,8 +16,10 @@
 
 enum sluice_access { SLUICE_READ = 0, SLUICE_WRITE = 1 };
 
-/* Process start on the monotonic clock: timestamps are relative to it. */
-extern uint64_t sluice_start_mono_ns;
+/* Process start in clock ticks (common/clock.h): timestamps are relative
+ * to it. Times and timestamps are kept in ticks and converted to seconds
+ * when the log is written. */
+extern uint64_t sluice_start_ticks;
 
 /* A read or write of n bytes at offset off (off < 0: unknown position, the
  * offset-derived counters are left alone). */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "sluice/sluice_counters.h"
 
 #define SLUICE_OTHER_FILES "<other files>"
@@ -36,7 +37,7 @@ struct sluice_record {
     int last_kind[SLUICE_NUM_SIDES]; /* 0 none, 1 read, 2 write: for RW_SWITCHES */
     const char *path;                /* absolute, normalised */
     int64_t *ic;                     /* ic[side * ni + counter] */
-    double *fc;                      /* fc[side * nf + counter] */
+    double *fc;                      /* fc[side * nf + counter], in clock ticks (seconds in the log) */
 };
 
 struct sluice_module_info {
@@ -66,13 +67,5 @@ int sluice_records_partial(void);
 /* In a forked child: the parent's counts belong to the parent's log. Zero
  * every record and re-initialise locks a parent thread may have held. */
 void sluice_records_after_fork_child(void);
-
-/* Nanoseconds on the monotonic clock. */
-static inline uint64_t sluice_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/arena.h"
+#include "common/clock.h"
 #include "common/crc32.h"
 #include "common/diag.h"
 #include "common/pathnorm.h"
@@ -126,7 +127,7 @@ static void proc_start_times(void)
     sluice_proc.ppid = getppid();
     sluice_proc.start_unix_ns = clock_ns(CLOCK_REALTIME);
     sluice_proc.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
-    sluice_start_mono_ns = sluice_proc.start_mono_ns;
+    sluice_start_ticks = sluice_now();
 }
 
 static void proc_info(void)
@@ -216,6 +217,7 @@ __attribute__((constructor(101))) static void sluice_load(void)
 {
     sluice_real_init();
     sluice_crc32_init();
+    sluice_clock_init();
     (void)sluice_config_load();
     if (sluice_cfg.disable) {
         sluice__state = SLUICE_STATE_FINISHED;

@@ -442,7 +442,7 @@ static struct sluice_record *path_record(int dirfd, const char *path)
             return realcall;                                               \
         sluice__guard++;                                                   \
         rec_ = path_record(dirfd, path);                                   \
-        t0_ = sluice_now_ns();                                             \
+        t0_ = sluice_now();                                             \
         rc_ = realcall;                                                    \
         err_ = errno;                                                      \
         if (rec_) {                                                        \
@@ -450,7 +450,7 @@ static struct sluice_record *path_record(int dirfd, const char *path)
                 sluice_count_error(rec_, SLUICE_SIDES_BOTH);               \
             else                                                           \
                 sluice_count_meta(rec_, SLUICE_SIDES_BOTH, counter, t0_,   \
-                                  sluice_now_ns());                        \
+                                  sluice_now());                        \
         }                                                                  \
         sluice__guard--;                                                   \
         errno = rc_ < 0 ? err_ : saved_;                                   \
@@ -538,13 +538,13 @@ static int statx_fd(int dirfd, const char *path, int flags, unsigned mask, struc
 
     if (!f)
         return SLUICE_REAL(statx)(dirfd, path, flags, mask, stx);
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     rc = SLUICE_REAL(statx)(dirfd, path, flags, mask, stx);
     if (rc < 0) {
         saved = errno;
         sluice_count_error(f->rec, f->sides);
     } else {
-        sluice_count_meta(f->rec, f->sides, POSIX_STATS, t0, sluice_now_ns());
+        sluice_count_meta(f->rec, f->sides, POSIX_STATS, t0, sluice_now());
     }
     sluice_file_put(f);
     errno = saved;

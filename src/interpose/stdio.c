@@ -72,14 +72,14 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
         return real(path, mode);
     sluice__guard++;
     rec = stream_path_record(path);
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     fp = real(path, mode);
     if (rec) {
         if (!fp) {
             saved = errno;
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
-            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
             sluice_stream_add(fp, rec, stream_start_pos(fp, mode));
         }
     } else if (!fp) {
@@ -113,13 +113,13 @@ SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
         return SLUICE_REAL(fdopen)(fd, mode);
     sluice__guard++;
     rec = sluice_record_get(SLUICE_MOD_STDIO, f->rec->path);
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     fp = SLUICE_REAL(fdopen)(fd, mode);
     if (!fp)
         saved = errno;
     if (rec && fp) {
         off_t pos = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
-        sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+        sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
         sluice_stream_add(fp, rec, pos);
     }
     sluice_file_put(f);
@@ -141,17 +141,17 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
     sluice__guard++;
     old = sluice_stream_remove(fp);
     rec = path ? stream_path_record(path) : old;   /* NULL path: same file, new mode */
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     nfp = real(path, mode, fp);
     if (old)
-        sluice_count_close(old, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+        sluice_count_close(old, SLUICE_SIDES_BOTH, t0, sluice_now());
     if (!nfp)
         saved = errno;
     if (rec) {
         if (!nfp) {
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
-            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
             sluice_stream_add(nfp, rec, stream_start_pos(nfp, mode));
         }
     }
@@ -181,7 +181,7 @@ SLUICE_EXPORT int fclose(FILE *fp)
     /* A stream made by fdopen closes a descriptor we may be recording. */
     fd = fp ? fileno(fp) : -1;
     rec = sluice_stream_remove(fp);
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     rc = SLUICE_REAL(fclose)(fp);
     if (rc != 0)
         saved = errno;
@@ -189,7 +189,7 @@ SLUICE_EXPORT int fclose(FILE *fp)
         if (rc != 0)
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         else
-            sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now_ns());
+            sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
     }
     if (fd >= 0 && sluice_fd_known(fd) && !sluice_in_vfork_child()) {
         sluice__guard++;
@@ -207,7 +207,7 @@ SLUICE_EXPORT int fclose(FILE *fp)
 static void stream_done(struct sluice_stream *s, enum sluice_access kind, int64_t bytes, int failed,
                         uint64_t t0)
 {
-    uint64_t t1 = sluice_now_ns();
+    uint64_t t1 = sluice_now();
     int64_t start = -1;
 
     if (bytes > 0 || !failed) {
@@ -233,7 +233,7 @@ static void stream_done(struct sluice_stream *s, enum sluice_access kind, int64_
         if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
             return realcall;                                   \
         saved_ = errno;                                        \
-        t0_ = sluice_now_ns();                                 \
+        t0_ = sluice_now();                                 \
         ret = realcall;                                        \
         int err_ = errno;                                      \
         stream_done(s_, kind, (int64_t)(bytes), (failed), t0_);\
@@ -381,7 +381,7 @@ static int wrap_vfscanf(FILE *fp, const char *fmt, va_list ap, int (*real)(FILE 
     if (!sluice_active() || !(s = sluice_stream_get(fp)))
         return real(fp, fmt, ap);
     before = SLUICE_REAL(ftell)(fp);
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     ret = real(fp, fmt, ap);
     int err = errno;
     after = SLUICE_REAL(ftell)(fp);
@@ -425,7 +425,7 @@ SLUICE_EXPORT int __isoc99_fscanf(FILE *fp, const char *fmt, ...)
  * the tracked position from ftello. */
 static void stream_meta(struct sluice_stream *s, FILE *fp, int rc, int is_seek, uint64_t t0)
 {
-    uint64_t t1 = sluice_now_ns();
+    uint64_t t1 = sluice_now();
 
     if (rc != 0) {
         sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
@@ -445,7 +445,7 @@ static void stream_meta(struct sluice_stream *s, FILE *fp, int rc, int is_seek, 
         uint64_t t0_;                                          \
         if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
             return realcall;                                   \
-        t0_ = sluice_now_ns();                                 \
+        t0_ = sluice_now();                                 \
         rc_ = realcall;                                        \
         int err_ = errno;                                      \
         stream_meta(s_, fp, rc_, 1, t0_);                      \
@@ -478,7 +478,7 @@ SLUICE_EXPORT void rewind(FILE *fp)
         SLUICE_REAL(rewind)(fp);
         return;
     }
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     SLUICE_REAL(rewind)(fp);
     stream_meta(s, fp, 0, 1, t0);
     errno = saved;
@@ -492,7 +492,7 @@ SLUICE_EXPORT void rewind(FILE *fp)
         type ret_;                                             \
         if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
             return realcall;                                   \
-        t0_ = sluice_now_ns();                                 \
+        t0_ = sluice_now();                                 \
         ret_ = realcall;                                       \
         int err_ = errno;                                      \
         stream_meta(s_, fp, ret_ < 0, 0, t0_);                 \
@@ -523,13 +523,13 @@ SLUICE_EXPORT int fflush(FILE *fp)
 
     if (!sluice_active() || !(s = sluice_stream_get(fp)))
         return SLUICE_REAL(fflush)(fp);
-    t0 = sluice_now_ns();
+    t0 = sluice_now();
     rc = SLUICE_REAL(fflush)(fp);
     if (rc != 0) {
         saved = errno;
         sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
     } else {
-        sluice_count_sync(s->rec, SLUICE_SIDES_BOTH, STDIO_FLUSHES, t0, sluice_now_ns());
+        sluice_count_sync(s->rec, SLUICE_SIDES_BOTH, STDIO_FLUSHES, t0, sluice_now());
     }
     errno = saved;
     return rc;

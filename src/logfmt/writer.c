@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/crc32.h"
 #include "common/diag.h"
 #include "core/config.h"
@@ -139,7 +140,7 @@ static void put_le(unsigned char *p, uint64_t v, int n)
 
 /* Copy a record's counters, under its lock when it can be taken at once
  * (from a signal handler the holder may be the interrupted thread). */
-static void emit_record(struct out *o, struct sluice_record *r)
+static void emit_record(struct out *o, struct sluice_record *r, double seconds_per_tick)
 {
     int locked = pthread_mutex_trylock(&r->lock) == 0;
 
@@ -149,7 +150,7 @@ static void emit_record(struct out *o, struct sluice_record *r)
     for (int i = 0; i < SLUICE_NUM_SIDES * r->ni; i++)
         out_u64(o, (uint64_t)r->ic[i]);
     for (int i = 0; i < SLUICE_NUM_SIDES * r->nf; i++)
-        out_f64(o, r->fc[i]);
+        out_f64(o, r->fc[i] * seconds_per_tick);   /* every float counter is a time */
     if (locked)
         pthread_mutex_unlock(&r->lock);
 }
@@ -273,9 +274,10 @@ static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned
         out_u16(o, 0);
         out_u32(o, nrec);
         uint32_t done = 0;
+        double spt = sluice_clock_seconds_per_tick();
         for (struct sluice_record *rec = sluice_records_first(); rec && done < nrec; rec = rec->next) {
             if (rec->module == m && record_active(rec)) {
-                emit_record(o, rec);
+                emit_record(o, rec, spt);
                 done++;
             }
         }

@@ -18,6 +18,12 @@ static int fs_side_separate(const struct sluice_file *f)
     return f->sides != SLUICE_SIDES_BOTH;
 }
 
+/* The clock, read only when this side is counted here. */
+static uint64_t fs_now(const struct sluice_file *f)
+{
+    return fs_side_separate(f) ? sluice_now() : 0;
+}
+
 static ssize_t passthru_done_rw(struct sluice_file *f, enum sluice_access kind, ssize_t rc,
                                 off_t off, uint64_t t0)
 {
@@ -27,40 +33,40 @@ static ssize_t passthru_done_rw(struct sluice_file *f, enum sluice_access kind, 
             sluice_count_error(f->rec, SLUICE_SIDES_FS);
     } else if (fs_side_separate(f)) {
         /* Current-position I/O from above has no known offset on this side. */
-        sluice_count_rw(f->rec, SLUICE_SIDES_FS, kind, off, rc, t0, sluice_now_ns());
+        sluice_count_rw(f->rec, SLUICE_SIDES_FS, kind, off, rc, t0, sluice_now());
     }
     return rc;
 }
 
 static int passthru_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     int fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
 
     if (fd < 0)
         return -errno;
     if (fs_side_separate(f))
-        sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now_ns());
+        sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now());
     return fd;
 }
 
 static ssize_t passthru_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     ssize_t rc = off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off);
     return passthru_done_rw(f, SLUICE_READ, rc, off, t0);
 }
 
 static ssize_t passthru_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     ssize_t rc = off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off);
     return passthru_done_rw(f, SLUICE_WRITE, rc, off, t0);
 }
 
 static ssize_t passthru_readv(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     ssize_t rc;
 
     if (flags)
@@ -74,7 +80,7 @@ static ssize_t passthru_readv(struct sluice_file *f, int level, const struct iov
 
 static ssize_t passthru_writev(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     ssize_t rc;
 
     if (flags)
@@ -95,16 +101,16 @@ static int passthru_meta_done(struct sluice_file *f, int rc, int counter, int is
             sluice_count_error(f->rec, SLUICE_SIDES_FS);
     } else if (fs_side_separate(f)) {
         if (is_sync)
-            sluice_count_sync(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now_ns());
+            sluice_count_sync(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
         else
-            sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now_ns());
+            sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
     }
     return rc;
 }
 
 static off_t passthru_lseek(struct sluice_file *f, int level, off_t off, int whence)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     off_t rc = SLUICE_REAL(lseek)(f->fd, off, whence);
     if (rc < 0)
         return passthru_meta_done(f, -1, POSIX_SEEKS, 0, t0);
@@ -114,26 +120,26 @@ static off_t passthru_lseek(struct sluice_file *f, int level, off_t off, int whe
 
 static int passthru_fsync(struct sluice_file *f, int level, int datasync)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     int rc = datasync ? SLUICE_REAL(fdatasync)(f->fd) : SLUICE_REAL(fsync)(f->fd);
     return passthru_meta_done(f, rc, datasync ? POSIX_FDSYNCS : POSIX_FSYNCS, 1, t0);
 }
 
 static int passthru_ftruncate(struct sluice_file *f, int level, off_t len)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     return passthru_meta_done(f, SLUICE_REAL(ftruncate)(f->fd, len), POSIX_TRUNCATES, 0, t0);
 }
 
 static int passthru_fstat(struct sluice_file *f, int level, struct stat *st)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     return passthru_meta_done(f, SLUICE_REAL(fstat)(f->fd, st), POSIX_STATS, 0, t0);
 }
 
 static int passthru_close(struct sluice_file *f, int level)
 {
-    uint64_t t0 = sluice_now_ns();
+    uint64_t t0 = fs_now(f);
     int rc = SLUICE_REAL(close)(f->fd);
 
     if (rc < 0) {
@@ -141,7 +147,7 @@ static int passthru_close(struct sluice_file *f, int level)
         if (fs_side_separate(f))
             sluice_count_error(f->rec, SLUICE_SIDES_FS);
     } else if (fs_side_separate(f)) {
-        sluice_count_close(f->rec, SLUICE_SIDES_FS, t0, sluice_now_ns());
+        sluice_count_close(f->rec, SLUICE_SIDES_FS, t0, sluice_now());
     }
     return rc;
 }
