@@ -42,6 +42,12 @@ static const struct meta_slots *meta_of(const struct sluice_record *r)
     return r->module == SLUICE_MOD_STDIO ? &stdio_meta : &posix_meta;
 }
 
+/* On a mirrored record the fs side is the app side: count it once. */
+static unsigned effective_sides(const struct sluice_record *r, unsigned sides)
+{
+    return (sides == SLUICE_SIDES_BOTH && r->fs_mirror) ? SLUICE_SIDES_APP : sides;
+}
+
 /* Darshan's ten access-size buckets: 0-100, 100-1K, 1K-10K, ... 100M-1G, 1G+. */
 static int size_bucket(int64_t n)
 {
@@ -56,17 +62,19 @@ static int size_bucket(int64_t n)
 /* Ticks since the process started; at least one, since 0 means "never". */
 static double since_start(uint64_t t)
 {
-    return t > sluice_start_ticks ? (double)(t - sluice_start_ticks) : 1.0;
+    /* signed: converting an int64 to double is one instruction, a uint64 a branch */
+    return t > sluice_start_ticks ? (double)(int64_t)(t - sluice_start_ticks) : 1.0;
 }
 
 void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
                      int64_t off, int64_t n, uint64_t t0, uint64_t t1)
 {
     const struct rw_slots *s = r->module == SLUICE_MOD_STDIO ? &stdio_rw[kind] : &posix_rw[kind];
-    double dt = (double)(t1 - t0);
+    double dt = (double)(int64_t)(t1 - t0);
     double ts0 = since_start(t0), ts1 = since_start(t1);
 
-    pthread_mutex_lock(&r->lock);
+    sluice_record_lock(r);
+    sides = effective_sides(r, sides);
     for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
         if (!(sides & (1u << side)))
             continue;
@@ -100,16 +108,17 @@ void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access
         if (ts1 > fc[s->f_end])
             fc[s->f_end] = ts1;
     }
-    pthread_mutex_unlock(&r->lock);
+    sluice_record_unlock(r);
 }
 
 static void count_timed(struct sluice_record *r, unsigned sides, int counter, int ftime,
                         int fstamp_first, int fstamp_last, uint64_t t0, uint64_t t1)
 {
-    double dt = (double)(t1 - t0);
+    double dt = (double)(int64_t)(t1 - t0);
     double ts0 = since_start(t0), ts1 = since_start(t1);
 
-    pthread_mutex_lock(&r->lock);
+    sluice_record_lock(r);
+    sides = effective_sides(r, sides);
     for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
         if (!(sides & (1u << side)))
             continue;
@@ -123,7 +132,7 @@ static void count_timed(struct sluice_record *r, unsigned sides, int counter, in
         if (fstamp_last >= 0 && ts1 > fc[fstamp_last])
             fc[fstamp_last] = ts1;
     }
-    pthread_mutex_unlock(&r->lock);
+    sluice_record_unlock(r);
 }
 
 void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)
@@ -152,9 +161,10 @@ void sluice_count_error(struct sluice_record *r, unsigned sides)
 {
     int e = meta_of(r)->errors;
 
-    pthread_mutex_lock(&r->lock);
+    sluice_record_lock(r);
+    sides = effective_sides(r, sides);
     for (int side = 0; side < SLUICE_NUM_SIDES; side++)
         if (sides & (1u << side))
             r->ic[side * r->ni + e]++;
-    pthread_mutex_unlock(&r->lock);
+    sluice_record_unlock(r);
 }

@@ -153,6 +153,8 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         return fd;
     }
     f->rec = rec;
+    if (f->sides != SLUICE_SIDES_BOTH)
+        sluice_record_split_sides(rec);
     f->flags = flags;
     atomic_store(&f->pos, 0);
     f->fork_gen = sluice_fork_gen;
@@ -162,7 +164,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
     fd = sluice_tier_open(f, 0, dirfd, path, flags, mode);
     t1 = sluice_now();
     if (fd < 0) {
-        sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        sluice_count_error(rec, f->sides);
         sluice_file_put(f);
         return fd;
     }

@@ -120,7 +120,8 @@ static struct sluice_record *record_new(const struct sluice_module_info *m, cons
     r->ni = m->ni;
     r->nf = m->nf;
     r->flags = flags;
-    pthread_mutex_init(&r->lock, NULL);
+    atomic_init(&r->lock, 0);
+    r->fs_mirror = 1;
     r->ic = (int64_t *)(mem + sizeof *r);
     r->fc = (double *)(r->ic + SLUICE_NUM_SIDES * m->ni);
     r->path = memcpy((char *)(r->fc + SLUICE_NUM_SIDES * m->nf), path, plen);
@@ -162,6 +163,20 @@ out:
     return r;
 }
 
+void sluice_record_split_sides(struct sluice_record *r)
+{
+    sluice_record_lock(r);
+    if (r->fs_mirror) {
+        memcpy(r->ic + r->ni, r->ic, sizeof(int64_t) * r->ni);
+        memcpy(r->fc + r->nf, r->fc, sizeof(double) * r->nf);
+        r->last_end[SLUICE_SIDE_FS][0] = r->last_end[SLUICE_SIDE_APP][0];
+        r->last_end[SLUICE_SIDE_FS][1] = r->last_end[SLUICE_SIDE_APP][1];
+        r->last_kind[SLUICE_SIDE_FS] = r->last_kind[SLUICE_SIDE_APP];
+        r->fs_mirror = 0;
+    }
+    sluice_record_unlock(r);
+}
+
 struct sluice_record *sluice_records_first(void)
 {
     return __atomic_load_n(&all_records, __ATOMIC_ACQUIRE);
@@ -176,7 +191,7 @@ void sluice_records_after_fork_child(void)
 {
     pthread_mutex_init(&registry_lock, NULL);
     for (struct sluice_record *r = all_records; r; r = r->next) {
-        pthread_mutex_init(&r->lock, NULL);
+        atomic_store(&r->lock, 0);
         record_reset(r);
     }
 }

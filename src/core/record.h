@@ -13,6 +13,8 @@
 #define SLUICE_CORE_RECORD_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -29,7 +31,9 @@ struct sluice_record {
     uint64_t id;                     /* hash of module and path; unique within a log */
     struct sluice_record *hnext;     /* hash chain */
     struct sluice_record *next;      /* all records, newest first; published with release */
-    pthread_mutex_t lock;            /* counters and the access state below */
+    atomic_int lock;                 /* spin lock: counters and the access state below */
+    int fs_mirror;                   /* 1: the fs side equals the app side and is not stored
+                                        separately (only pass-through stacks have seen it) */
     uint16_t module;                 /* enum sluice_module_id */
     uint16_t ni, nf;                 /* integer and float counters per side */
     uint32_t flags;                  /* enum sluice_record_flags */
@@ -56,6 +60,49 @@ int sluice_records_init(int64_t max_records);
 /* The record of (module, absolute normalised path), created on first use.
  * NULL only when the library is out of memory (then nothing is recorded). */
 struct sluice_record *sluice_record_get(unsigned module, const char *path);
+
+/* The record's lock: held for a few dozen instructions at a time, so a
+ * spin lock (yielding if the holder was preempted) costs less than a mutex
+ * on every counted call; taking it needs no memory and no system call, so
+ * it is usable from the signal-safe log writer (with trylock). */
+static inline int sluice_record_trylock(struct sluice_record *r)
+{
+    return !atomic_exchange_explicit(&r->lock, 1, memory_order_acquire);
+}
+
+static inline void sluice_record_lock(struct sluice_record *r)
+{
+    for (int spins = 0; !sluice_record_trylock(r); spins++) {
+        while (atomic_load_explicit(&r->lock, memory_order_relaxed)) {
+            if (++spins > 100)
+                sched_yield();
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+static inline void sluice_record_unlock(struct sluice_record *r)
+{
+    atomic_store_explicit(&r->lock, 0, memory_order_release);
+}
+
+/* Where side `side` of r's integer / float counters live (the fs side of
+ * a mirrored record is its app side). */
+static inline const int64_t *sluice_record_ints(const struct sluice_record *r, int side)
+{
+    return r->ic + ((side == SLUICE_SIDE_FS && !r->fs_mirror) ? r->ni : 0);
+}
+
+static inline const double *sluice_record_floats(const struct sluice_record *r, int side)
+{
+    return r->fc + ((side == SLUICE_SIDE_FS && !r->fs_mirror) ? r->nf : 0);
+}
+
+/* From now on the two sides of r differ (a stack that changes I/O opened
+ * it): give the fs side its own copy of what it has counted so far. */
+void sluice_record_split_sides(struct sluice_record *r);
 
 /* Walk every record (no locks taken: safe from a signal handler). */
 struct sluice_record *sluice_records_first(void);

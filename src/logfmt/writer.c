@@ -142,17 +142,23 @@ static void put_le(unsigned char *p, uint64_t v, int n)
  * (from a signal handler the holder may be the interrupted thread). */
 static void emit_record(struct out *o, struct sluice_record *r, double seconds_per_tick)
 {
-    int locked = pthread_mutex_trylock(&r->lock) == 0;
+    int locked = sluice_record_trylock(r);
 
     out_u64(o, r->id);
     out_u32(o, r->flags);
     out_u32(o, 0);
-    for (int i = 0; i < SLUICE_NUM_SIDES * r->ni; i++)
-        out_u64(o, (uint64_t)r->ic[i]);
-    for (int i = 0; i < SLUICE_NUM_SIDES * r->nf; i++)
-        out_f64(o, r->fc[i] * seconds_per_tick);   /* every float counter is a time */
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
+        const int64_t *ic = sluice_record_ints(r, side);
+        for (int i = 0; i < r->ni; i++)
+            out_u64(o, (uint64_t)ic[i]);
+    }
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
+        const double *fc = sluice_record_floats(r, side);
+        for (int i = 0; i < r->nf; i++)
+            out_f64(o, fc[i] * seconds_per_tick);   /* every float counter is a time */
+    }
     if (locked)
-        pthread_mutex_unlock(&r->lock);
+        sluice_record_unlock(r);
 }
 
 static void sanitize(char *dst, size_t len, const char *src)

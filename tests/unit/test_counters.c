@@ -6,8 +6,8 @@
 #include "core/record.h"
 #include "harness.h"
 
-#define APP(r, c) ((r)->ic[SLUICE_SIDE_APP * (r)->ni + (c)])
-#define FS(r, c) ((r)->ic[SLUICE_SIDE_FS * (r)->ni + (c)])
+#define APP(r, c) (sluice_record_ints((r), SLUICE_SIDE_APP)[c])
+#define FS(r, c) (sluice_record_ints((r), SLUICE_SIDE_FS)[c])
 
 int main(void)
 {
@@ -32,6 +32,15 @@ int main(void)
     CHECK_EQ(APP(r, POSIX_SEQ_WRITES), 3);
     CHECK_EQ(APP(r, POSIX_MAX_BYTE_WRITTEN), 2249);
     CHECK_EQ(FS(r, POSIX_BYTES_WRITTEN), 2250);
+
+    /* both sides counted at once are stored once (mirrored) */
+    CHECK_EQ(r->fs_mirror, 1);
+    CHECK_EQ(r->ic[r->ni + POSIX_WRITES], 0);
+    /* until a stack that changes I/O opens the file: then they split */
+    sluice_record_split_sides(r);
+    CHECK_EQ(r->fs_mirror, 0);
+    CHECK_EQ(FS(r, POSIX_WRITES), 4);
+    CHECK_EQ(FS(r, POSIX_MAX_BYTE_WRITTEN), 2249);
 
     /* a gap is sequential but not consecutive; going back is neither */
     sluice_count_rw(r, SLUICE_SIDES_APP, SLUICE_WRITE, 5000, 10, 30, 40);
