@@ -26,7 +26,7 @@ def command(as_json: bool, html: Path | None, job: str | None, top: int, logs: t
         from sluice.report.html import write_html
 
         try:
-            write_html(j, html)
+            write_html(j, html, top=max(top, 20))
         except OSError as e:
             raise UserError(f"cannot write {html}: {e.strerror}") from None
     if as_json:

@@ -42,6 +42,8 @@ def human_bytes(n: float) -> str:
 
 
 def reduction(app: float, fs: float) -> str:
+    if app == 0 and fs == 0:
+        return "-"
     if app == fs:
         return "1.0x"
     if fs == 0:

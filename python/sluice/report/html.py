@@ -1,0 +1,330 @@
+"""The HTML report: one self-contained page, in the spirit of PyDarshan's job summary.
+
+Everything is inside the file: the stylesheet, the plots (PNG, base64 data
+URIs) and a few lines of script that set the page title to
+``sluice report: ok N`` once all N images have decoded, which lets a
+headless browser check the rendering. A Content-Security-Policy allows
+nothing else to load or run, so even a path that slipped past escaping could
+not execute. Every string from the logs (paths, executables, command lines,
+host names) goes through :func:`esc`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import os
+import time
+
+from sluice import __version__
+from sluice.report.model import OP_COUNTERS, Job
+from sluice.report.plots import Plot, all_plots, printable
+from sluice.report.text import SUMMARY, human_bytes, reduction, total
+
+DEFAULT_TOP = 20
+
+TIME_ROWS = [
+    ("read time (s)", ("POSIX_F_READ_TIME", "STDIO_F_READ_TIME")),
+    ("write time (s)", ("POSIX_F_WRITE_TIME", "STDIO_F_WRITE_TIME")),
+    ("metadata time (s)", ("POSIX_F_META_TIME", "STDIO_F_META_TIME")),
+]
+
+CSS = """
+:root { --fg: #1d1d1f; --muted: #5f6368; --line: #d9d9de; --band: #f5f6f8; --accent: #2166ac; --warn: #fff4e5; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg);
+       margin: 0; background: #ffffff; font-size: 14px; line-height: 1.45; }
+main { max-width: 1120px; margin: 0 auto; padding: 20px 28px 40px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h1 .job { font-weight: normal; color: var(--muted); font-family: ui-monospace, "DejaVu Sans Mono", monospace;
+          font-size: 18px; }
+h2 { font-size: 18px; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 15px; margin: 20px 0 6px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 12px 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; }
+.mono, td.path, code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12.5px; }
+td.path { word-break: break-all; }
+.warn { background: var(--warn); border-left: 4px solid #e08a00; padding: 8px 12px; margin: 12px 0; }
+.note { color: var(--muted); margin: 6px 0; }
+.cards { display: flex; gap: 16px; flex-wrap: wrap; margin: 12px 0; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 16px; min-width: 240px; }
+.card .what { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.card .factor { font-size: 26px; font-weight: 600; color: var(--accent); }
+table { border-collapse: collapse; margin: 8px 0; }
+th, td { padding: 3px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+thead th { background: var(--band); font-weight: 600; border-bottom: 2px solid var(--line); }
+tbody tr:nth-child(even) { background: #fafbfc; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num small { color: var(--muted); display: block; }
+td.factor { font-weight: 600; }
+table.files { width: 100%; }
+figure.plot { margin: 16px 0 24px; }
+figure.plot img { max-width: 100%; height: auto; display: block; border: 1px solid var(--line); }
+figure.plot figcaption { color: var(--muted); margin-top: 4px; }
+details { margin: 12px 0; }
+summary { cursor: pointer; color: var(--accent); }
+footer { color: var(--muted); margin-top: 40px; font-size: 12px; }
+"""
+
+SCRIPT = """
+(function () {
+  function check() {
+    var imgs = document.images, ok = 0;
+    for (var i = 0; i < imgs.length; i++) {
+      if (imgs[i].complete && imgs[i].naturalWidth > 0) { ok++; }
+    }
+    document.title = ok === imgs.length ? "sluice report: ok " + ok
+      : "sluice report: " + (imgs.length - ok) + " of " + imgs.length + " images failed";
+  }
+  if (document.readyState === "complete") { check(); } else { window.addEventListener("load", check); }
+})();
+"""
+
+
+def esc(s: object) -> str:
+    """Text for HTML content or a quoted attribute, control characters made visible."""
+    return html.escape(printable(str(s)), quote=True)
+
+
+def factor(app: float, fs: float) -> str:
+    """app/fs as the text report writes it; a dash when neither side did anything."""
+    return "-" if app == 0 and fs == 0 else reduction(app, fs)
+
+
+def _sha256(s: str) -> str:
+    return base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode("ascii")
+
+
+def _raw(v: float) -> str:
+    """The exact value, as `sluice report --json` writes it."""
+    return repr(float(v)) if isinstance(v, float) else str(int(v))
+
+
+def _shown(v: float) -> str:
+    return f"{v:.9g}" if isinstance(v, float) else f"{int(v):,}"
+
+
+def _num(v: float, side: str | None = None, small: str = "") -> str:
+    attrs = f' data-side="{side}"' if side else ""
+    extra = f"<small>{esc(small)}</small>" if small else ""
+    return f'<td class="num"{attrs} data-value="{esc(_raw(v))}">{esc(_shown(v))}{extra}</td>'
+
+
+def _bytes(v: float, side: str) -> str:
+    """A byte count shown short, the exact number in data-value and the tooltip."""
+    return (f'<td class="num" data-side="{side}" data-value="{esc(_raw(v))}" title="{int(v):,} bytes">'
+            f"{esc(human_bytes(v))}</td>")
+
+
+def _fmt_seconds(s: float) -> str:
+    if s >= 120:
+        return f"{s / 60:.1f} min ({s:.1f} s)"
+    return f"{s:.3f} s"
+
+
+# --------------------------------------------------------------------------
+# the parts of the page
+
+
+def _header(job: Job, top: int) -> str:
+    exes = sorted({l.info.get("exe", "?") for l in job.logs})
+    hosts = sorted({l.info.get("host", "?") for l in job.logs})
+    modes = sorted({l.info.get("mode", "?") for l in job.logs})
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(job.start_ns / 1e9)) if job.start_ns else "?"
+
+    def listing(items: list[str]) -> str:
+        shown = ", ".join(f"<code>{esc(x)}</code>" for x in items[:top])
+        return shown + (f" and {len(items) - top:,} more" if len(items) > top else "")
+
+    rows = [
+        ("job", f"<code>{esc(job.job_id)}</code>"),
+        ("processes", f"{job.processes:,}"),
+        ("executables", listing(exes)),
+        ("hosts", listing(hosts)),
+        ("run time", esc(_fmt_seconds(job.runtime))),
+        ("started", esc(started)),
+        ("mode", esc(", ".join(modes))),
+        ("files recorded", f"{len(job.files):,}"),
+    ]
+    out = [f'<header><h1>sluice report <span class="job">{esc(job.job_id)}</span></h1>',
+           '<dl class="facts">']
+    out += [f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows]
+    out.append("</dl>")
+    if job.partial:
+        n = sum(1 for l in job.logs if l.partial)
+        out.append(f'<div class="warn" id="partial"><strong>Partial:</strong> {n:,} of {job.processes:,} '
+                   "processes ran out of file records, so some files were folded into "
+                   "<code>&lt;other files&gt;</code>; their totals are complete but not split per file. "
+                   "Raise <code>SLUICE_MAX_RECORDS</code> to record every file.</div>")
+    cut = [l for l in job.logs if l.end_reason not in ("exit", "exec")]
+    if cut:
+        out.append(f'<div class="warn" id="cut">{len(cut):,} process(es) ended by '
+                   f"{esc(', '.join(sorted({l.end_reason for l in cut})))}; their logs hold what they did up "
+                   "to then.</div>")
+    out.append("</header>")
+    return "\n".join(out)
+
+
+def _cards(job: Job) -> str:
+    ops = {s: sum(getattr(job, s).get(k, 0) for k in OP_COUNTERS) for s in ("app", "fs")}
+    nbytes = {s: total(getattr(job, s), ("POSIX_BYTES_READ", "STDIO_BYTES_READ", "POSIX_BYTES_WRITTEN",
+                                          "STDIO_BYTES_WRITTEN")) for s in ("app", "fs")}
+    cards = []
+    for what, d, fmt in (("I/O operations", ops, lambda v: f"{int(v):,}"), ("bytes moved", nbytes, human_bytes)):
+        cards.append(f'<div class="card"><div class="what">{what}: app / fs</div>'
+                     f'<div class="factor">{esc(factor(d["app"], d["fs"]))}</div>'
+                     f'<div>{esc(fmt(d["app"]))} asked, {esc(fmt(d["fs"]))} reached the file system</div></div>')
+    return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+def _summary(job: Job) -> str:
+    out = ['<section id="summary"><h2>Summary: application (app) and file system (fs)</h2>', _cards(job),
+           '<p class="note">Each row adds up the POSIX and STDIO counters of the whole job; app/fs is how many '
+           "times fewer reached the file system than the application asked for.</p>",
+           '<table class="summary"><thead><tr><th>counters</th><th class="num">app</th><th class="num">fs</th>'
+           '<th class="num">app/fs</th></tr></thead><tbody>']
+    for label, names in SUMMARY + TIME_ROWS:
+        a, f = total(job.app, names), total(job.fs, names)
+        if label.startswith("bytes"):
+            cells = _num(a, "app", human_bytes(a)) + _num(f, "fs", human_bytes(f))
+        else:
+            cells = _num(a, "app") + _num(f, "fs")
+        out.append(f'<tr data-group="{esc(label)}" title="{esc(" + ".join(names))}"><th>{esc(label)}</th>'
+                   f'{cells}<td class="num factor">{esc(factor(a, f))}</td></tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
+def _figure(p: Plot) -> str:
+    if p.png is None:
+        return (f'<section class="noplot" id="noplot-{esc(p.key)}"><h3>{esc(p.title)}</h3>'
+                f'<p class="note">{esc(p.note)}</p></section>')
+    data = base64.b64encode(p.png).decode("ascii")
+    return (f'<figure class="plot" id="plot-{esc(p.key)}"><h3>{esc(p.title)}</h3>'
+            f'<img src="data:image/png;base64,{data}" alt="{esc(p.alt or p.title)}">'
+            f"<figcaption>{esc(p.note)}</figcaption></figure>")
+
+
+def _file_table(job: Job, title: str, key, tid: str, top: int) -> str:
+    chosen = sorted(job.files, key=lambda f: (key(f), f.path))[:top]
+    if len(job.files) <= top:
+        title = title.replace(f"Top {top} files", "Files")
+    out = [f'<h3>{esc(title)}</h3>']
+    if not chosen:
+        out.append('<p class="note">No files were recorded.</p>')
+        return "\n".join(out)
+    out.append(f'<table class="files" id="{tid}"><thead><tr><th class="num">#</th><th>file</th>'
+               '<th class="num">procs</th><th class="num">bytes app</th><th class="num">bytes fs</th>'
+               '<th class="num">app/fs</th><th class="num">ops app</th><th class="num">ops fs</th>'
+               '<th class="num">app/fs</th></tr></thead><tbody>')
+    for i, f in enumerate(chosen, 1):
+        ba, bf, oa, of = f.bytes("app"), f.bytes("fs"), f.ops("app"), f.ops("fs")
+        out.append(f'<tr><td class="num">{i}</td><td class="path">{esc(f.path)}</td>'
+                   f'<td class="num">{len(f.processes):,}</td>'
+                   f"{_bytes(ba, 'app')}{_bytes(bf, 'fs')}"
+                   f'<td class="num factor">{esc(factor(ba, bf))}</td>'
+                   f"{_num(oa, 'app')}{_num(of, 'fs')}<td class=\"num factor\">{esc(factor(oa, of))}</td></tr>")
+    out.append("</tbody></table>")
+    if len(job.files) > len(chosen):
+        shown = {id(f) for f in chosen}
+        others = [f for f in job.files if id(f) not in shown]
+        out.append(f'<p class="note left-out">{len(others):,} more files are left out '
+                   f"({esc(human_bytes(sum(f.bytes('app') for f in others)))} and "
+                   f"{sum(f.ops('app') for f in others):,} application operations).</p>")
+    return "\n".join(out)
+
+
+def _files(job: Job, top: int) -> str:
+    return "\n".join([
+        f'<section id="files"><h2>Files</h2><p class="note">{len(job.files):,} files recorded; the tables list '
+        f"at most {top}, ranked on the application side.</p>",
+        _file_table(job, f"Top {top} files by bytes", lambda f: (-f.bytes("app"), -f.ops("app")),
+                    "top-bytes", top),
+        _file_table(job, f"Top {top} files by operations", lambda f: (-f.ops("app"), -f.bytes("app")),
+                    "top-ops", top),
+        "</section>"])
+
+
+def _processes(job: Job, top: int) -> str:
+    logs = sorted(job.logs, key=lambda l: (l.start_ns, l.pid))
+    out = [f'<section id="processes"><h2>Processes</h2>',
+           '<table class="procs"><thead><tr><th class="num">rank</th><th class="num">pid</th><th>host</th>'
+           '<th>command</th><th class="num">start (s)</th><th class="num">run time (s)</th><th>end</th>'
+           '<th class="num">records</th></tr></thead><tbody>']
+    for l in logs[:top]:
+        rank = str(l.rank) if l.rank >= 0 else "-"
+        out.append(f'<tr><td class="num">{esc(rank)}</td><td class="num">{l.pid}</td>'
+                   f'<td>{esc(l.info.get("host", "?"))}</td>'
+                   f'<td class="path">{esc(l.info.get("cmdline") or l.info.get("exe", "?"))}</td>'
+                   f'<td class="num">{(l.start_ns - job.start_ns) / 1e9:.3f}</td>'
+                   f'<td class="num">{l.runtime:.3f}</td>'
+                   f'<td>{esc(l.end_reason)}{" (partial)" if l.partial else ""}</td>'
+                   f'<td class="num">{len(l.records):,}</td></tr>')
+    out.append("</tbody></table>")
+    if len(logs) > top:
+        out.append(f'<p class="note left-out">{len(logs) - top:,} more processes are left out.</p>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _all_counters(job: Job) -> str:
+    names = list(dict.fromkeys(list(job.app) + list(job.fs)))
+    out = [f'<section id="counters"><details><summary>All {len(names)} job counters, app and fs</summary>',
+           '<table class="counters"><thead><tr><th>counter</th><th class="num">app</th><th class="num">fs</th>'
+           '<th class="num">app/fs</th></tr></thead><tbody>']
+    for n in names:
+        a, f = job.app.get(n, 0), job.fs.get(n, 0)
+        ratio = factor(a, f) if "TIMESTAMP" not in n and "MAX_BYTE" not in n else ""
+        out.append(f'<tr data-counter="{esc(n)}"><td class="mono">{esc(n)}</td>{_num(a, "app")}{_num(f, "fs")}'
+                   f'<td class="num">{esc(ratio)}</td></tr>')
+    out.append("</tbody></table>"
+               '<p class="note">Timestamps are seconds since the job started; MAX_BYTE is the highest offset '
+               "touched (-1: none).</p></details></section>")
+    return "\n".join(out)
+
+
+def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
+    """The whole page as one string."""
+    plots = all_plots(job, top)
+    drawn = [p for p in plots if p.png is not None]
+    csp = (f"default-src 'none'; img-src data:; style-src 'sha256-{_sha256(CSS)}'; "
+           f"script-src 'sha256-{_sha256(SCRIPT)}'; base-uri 'none'; form-action 'none'")
+    body = [
+        _header(job, top),
+        _summary(job),
+        f'<section id="plots"><h2>Plots</h2><p class="note">{len(drawn)} plot{"" if len(drawn) == 1 else "s"}. '
+        "Solid: what the application asked (app); hatched: what reached the file system (fs).</p>",
+        *(_figure(p) for p in plots),
+        "</section>",
+        _files(job, top),
+        _processes(job, top),
+        _all_counters(job),
+        f"<footer>sluice {esc(__version__)} &middot; {len(job.logs):,} log(s)</footer>",
+    ]
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="sluice-plots" content="{len(drawn)}">',
+        f"<title>sluice report: job {esc(job.job_id)}</title>",
+        f"<style>{CSS}</style>",
+        "</head><body><main>",
+        *body,
+        "</main>",
+        f"<script>{SCRIPT}</script>",
+        "</body></html>",
+        "",
+    ])
+
+
+def write_html(job: Job, path: str | os.PathLike[str], top: int = DEFAULT_TOP) -> None:
+    """Write the report to path."""
+    page = render_html(job, top)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(page)
+
+
+__all__ = ["write_html", "render_html", "esc", "factor", "DEFAULT_TOP"]
