@@ -1,0 +1,113 @@
+"""Rendering a results document as tables (rich)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from sluice.bench.sysinfo import fs_label
+
+
+def fmt(x: float | None) -> str:
+    """Three significant digits, thousands separated: 1,234 / 56.7 / 0.0891."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    a = abs(x)
+    if a >= 1000:
+        return f"{x:,.0f}"
+    if a >= 100:
+        return f"{x:.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    if a >= 1:
+        return f"{x:.2f}"
+    if a == 0:
+        return "0"
+    return f"{x:.3g}"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.2f}×" if x < 100 else f"{x:,.0f}×"
+
+
+def fmt_fraction(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x * 100:.1f}%" if x < 10 else f"{x:.1f}×"
+
+
+def header_lines(doc: dict[str, Any]) -> list[str]:
+    m, fs = doc["machine"], doc["filesystem"]
+    tb = fs.get("testbed") or {}
+    fsdesc = f"{fs['type']} at {fs.get('mount_point')}"
+    if tb.get("is_testbed"):
+        delay = tb.get("delay_us")
+        fsdesc += f" (sluice MooseFS testbed, added delay {'unknown' if delay is None else f'{delay} µs'})"
+    mem = m.get("memory_bytes")
+    lines = [
+        f"target {doc['config']['target']}: {fsdesc}",
+        f"machine {m['hostname']}: {m['cores']} cores, {mem / 2**30:.0f} GiB, kernel {m['kernel']}; "
+        f"load {m['loadavg_before'][0]} before, {m['loadavg_after'][0]} after",
+        f"seed {doc['seed']}; {doc['config']['rounds']} rounds after {doc['config']['warmup']} warm-up; "
+        "medians [min–max]; ratios are medians of round-by-round ratios",
+    ]
+    dc = doc["drop_caches"]
+    if not dc["possible"]:
+        lines.append(f"page cache NOT dropped between rounds: {dc['reason']}")
+    if doc["limits"]["quick"]:
+        lines.append(f"note: {doc['limits']['note']}")
+    return lines
+
+
+def _cell(s: dict[str, Any]) -> Text:
+    """The median, and under it [min–max] dimmed."""
+    t = Text(fmt(s["median"]))
+    if s["n"] > 1:
+        t.append(f"\n[{fmt(s['min'])}–{fmt(s['max'])}]", style="dim")
+    return t
+
+
+def workload_table(res: dict[str, Any], fslabel: str) -> Table:
+    names = res["variants"]
+    base = res["baseline"]
+    title = f"{res['name']} on {fslabel}" + (" (quick)" if res["quick"] else "")
+    params = res.get("params_shown") or ", ".join(f"{k}={v}" for k, v in res["params"].items())
+    t = Table(title=Text(title), caption=Text(params), title_justify="left", caption_justify="left")
+    t.add_column("metric")
+    t.add_column("unit")
+    for v in names:
+        t.add_column(v, justify="right")
+    for v in names[1:]:
+        t.add_column(f"{v}\n/{base}", justify="right", style="bold")
+    frac = res.get("fraction_of_limit") or {}
+    if frac:
+        t.add_column("limit")
+        for v in names:
+            t.add_column(f"{v}\nof limit" if len(names) > 1 else "of limit", justify="right")
+    for metric, meta in res["metrics"].items():
+        row: list[str | Text] = [metric, meta["unit"]]
+        row += [_cell(res["summary"][v][metric]) for v in names]
+        row += [fmt_ratio(res["ratios"][f"{v}/{base}"][metric]["median"]) for v in names[1:]]
+        if frac:
+            row.append(meta.get("limit") or "")
+            for v in names:
+                f = frac.get(v, {}).get(metric)
+                row.append(fmt_fraction(f["fraction"]) if f else "")
+        t.add_row(*row)
+    return t
+
+
+def print_results(doc: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    for line in header_lines(doc):
+        console.print(line, markup=False, highlight=False)
+    label = fs_label(doc["filesystem"])
+    for res in doc["workloads"].values():
+        console.print()
+        console.print(workload_table(res, label))

@@ -1,0 +1,67 @@
+"""Variants: the ways a workload program is run and compared.
+
+``plain`` runs the program as it is. Every other variant runs the same
+program, with the same arguments and data, under ``sluice run --mode M``.
+Adding a variant for a new sluice mode is one entry in :data:`VARIANTS`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sluice.errors import UserError
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    mode: str | None  # the ``sluice run --mode`` value; None = the program alone
+    help: str
+
+    def command(self, argv: list[str], log_dir: Path | None, paths: Sequence[Path] = ()) -> list[str]:
+        """The command line that runs ``argv`` as this variant; sluice manages
+        the files under ``paths`` (the workload's own directory)."""
+        if self.mode is None:
+            return list(argv)
+        if log_dir is None:
+            raise ValueError(f"variant {self.name} needs a log directory")
+        return [
+            sys.executable, "-m", "sluice", "run",
+            "--mode", self.mode,
+            "--log-dir", str(log_dir),
+            "--quiet",
+            *[a for p in paths for a in ("--path", str(p))],
+            "--",
+            *argv,
+        ]  # fmt: skip
+
+    def env(self) -> dict[str, str]:
+        """The environment: ``python -m sluice`` must find this same package."""
+        env = dict(os.environ)
+        if self.mode is not None:
+            import sluice
+
+            root = str(Path(sluice.__file__).resolve().parent.parent)
+            old = env.get("PYTHONPATH")
+            env["PYTHONPATH"] = root + (os.pathsep + old if old else "")
+        return env
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("plain", None, "the program alone"),
+        Variant("sluice-profile", "profile", "under `sluice run --mode profile` (counters only)"),
+    )
+}
+
+
+def get(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise UserError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})") from None

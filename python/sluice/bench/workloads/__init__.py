@@ -1,0 +1,28 @@
+"""The registry of benchmark workloads, in the order ``--list`` shows them."""
+
+from __future__ import annotations
+
+from sluice.bench.workloads.amr_n1 import AmrN1
+from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, format_size, parse_size
+from sluice.bench.workloads.ensemble import Ensemble
+from sluice.bench.workloads.fpp_netcdf import FppNetcdf
+from sluice.bench.workloads.limits import Limits
+from sluice.bench.workloads.overhead import Overhead
+from sluice.bench.workloads.smallio import SmallIO
+from sluice.errors import UserError
+
+WORKLOADS: dict[str, type[Workload]] = {
+    w.name: w for w in (Limits, SmallIO, Ensemble, FppNetcdf, AmrN1, Overhead)
+}
+
+
+def get(name: str) -> Workload:
+    try:
+        return WORKLOADS[name]()
+    except KeyError:
+        raise UserError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)}; see --list)") from None
+
+
+__all__ = [
+    "WORKLOADS", "Metric", "Param", "RunContext", "Workload", "format_size", "get", "parse_size",
+]  # fmt: skip

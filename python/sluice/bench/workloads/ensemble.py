@@ -1,0 +1,57 @@
+"""``ensemble``: many serial instances at once, each opening, appending a
+small record to and closing hundreds of small files, step after step, and
+reading a little of shared input files (Agro-IBIS on Lustre)."""
+
+from __future__ import annotations
+
+from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, rate
+from sluice.bench.workloads.smallio import WALL
+from sluice.errors import UserError
+
+MB = 1e6
+
+
+class Ensemble(Workload):
+    name = "ensemble"
+    summary = "N instances each appending small records to hundreds of small files, step after step"
+    reads = True
+    native_programs = ("sluice-bench-ensemble",)
+    params = (
+        Param("procs", 4, "instances running at once (one process each)"),
+        Param("files", 200, "output files per instance"),
+        Param("steps", 5, "steps: each appends one record to every output file"),
+        Param("record_min", 100, "smallest record", "size"),
+        Param("record_max", 1024, "largest record", "size"),
+        Param("inputs", 8, "shared input files, each read a little every step"),
+        Param("input_size", 64 << 10, "size of each input file", "size"),
+        Param("read_size", 1024, "bytes read from each input per step", "size"),
+    )
+    metrics = (
+        Metric("seconds", "s", "lower", help="all instances, first start to last exit"),
+        Metric("opens_per_s", "ops/s", limit="open_close_per_s", help="open+close pairs per second, all instances"),
+        Metric("write_MBps", "MB/s", limit="write_MBps", help="record bytes per second"),
+        WALL,
+    )
+
+    def run(self, ctx: RunContext) -> dict[str, float | None]:
+        p = ctx.params
+        prog = ctx.native("sluice-bench-ensemble")
+        argv = [
+            prog, "--dir", str(ctx.workdir / "ensemble"),
+            "--procs", str(p["procs"]), "--files", str(p["files"]), "--steps", str(p["steps"]),
+            "--record-min", str(p["record_min"]), "--record-max", str(p["record_max"]),
+            "--inputs", str(p["inputs"]), "--input-size", str(p["input_size"]),
+            "--read-size", str(p["read_size"]), "--seed", str(ctx.seed),
+        ]  # fmt: skip
+        ctx.exec([*argv, "--phase", "setup"], as_variant=False, timed=False)
+        ctx.drop_caches()
+        r = ctx.exec([*argv, "--phase", "run"])
+        want = p["procs"] * p["files"] * p["steps"]
+        if r["writes"] != want:
+            raise UserError(f"ensemble made {r['writes']} appends, expected {want}")
+        return {
+            "seconds": r["seconds"],
+            "opens_per_s": rate(r["opens"], r["seconds"]),
+            "write_MBps": rate(r["bytes_written"], r["seconds"], MB),
+            "wall_seconds": ctx.wall_seconds,
+        }

@@ -1,0 +1,101 @@
+"""``sluice bench``: run benchmark workloads on a directory and compare variants."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from sluice.bench import session, table, variants, workloads
+from sluice.bench.caches import CacheDropper
+
+
+def list_workloads(console: Console) -> None:
+    console.print("Workloads (parameters: -p [WORKLOAD.]NAME=VALUE, default shown):", highlight=False)
+    for name, cls in workloads.WORKLOADS.items():
+        wl = cls()
+        console.print(f"\n[bold]{name}[/bold]  {escape(wl.summary)}", highlight=False)
+        console.print(f"  variants by default: {', '.join(wl.variants)}"
+                      + (f" (only {', '.join(wl.allowed_variants)})" if wl.allowed_variants else ""), highlight=False)
+        for p in wl.params:
+            console.print(f"  {p.name}={escape(p.show(p.default))}  {escape(p.help)}", highlight=False)
+    console.print("\nVariants (--variant NAME, baseline first):", highlight=False)
+    for var in variants.VARIANTS.values():
+        console.print(f"  {var.name}  {escape(var.help)}", highlight=False)
+
+
+def run(
+    target: Path | None,
+    names: list[str],
+    rounds: int = 5,
+    warmup: int = 1,
+    seed: int = 1,
+    json_path: Path | None = None,
+    params: list[str] | tuple[str, ...] = (),
+    variant_names: list[str] | tuple[str, ...] = (),
+    drop_caches: bool = True,
+    timeout: float | None = None,
+    list_only: bool = False,
+    console: Console | None = None,
+    argv: list[str] | None = None,
+) -> dict[str, Any] | None:
+    """Everything ``sluice bench`` does; returns the results document."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a file or pipe: room for every column
+            console = Console(width=160)
+    if list_only:
+        list_workloads(console)
+        return None
+    if target is None:
+        raise click.UsageError("--target DIR is required (or --list)")
+    plans = session.make_plans(list(names), rounds, warmup, params, variant_names)
+    err = Console(stderr=True)
+    doc = session.run_bench(
+        target,
+        plans,
+        seed=seed,
+        caches=CacheDropper(enabled=drop_caches),
+        progress=lambda msg: err.print(f"[dim]{msg}[/dim]", highlight=False),
+        argv=argv,
+        timeout=timeout,
+    )
+    out = json_path or session.default_json_path(doc)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    table.print_results(doc, console)
+    console.print(f"\nresults: {out}", highlight=False)
+    return doc
+
+
+@click.command("bench", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--target", type=click.Path(file_okay=False, path_type=Path), help="Directory to benchmark in (a scratch folder is made inside it and removed).")
+@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True, help="Measured rounds per workload.")
+@click.option("--warmup", type=click.IntRange(0), default=1, show_default=True, help="Warm-up rounds (not counted).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed for the workloads' data (record sizes, box layout).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Results file [default: bench/results/<workloads>-<fs>-<time>.json].")
+@click.option("-p", "--param", "params", multiple=True, metavar="[WORKLOAD.]NAME=VALUE", help="Set a workload parameter (see --list); repeatable.")
+@click.option("--variant", "variant_names", multiple=True, metavar="NAME", help="Variants to run, baseline first (default: each workload's own); repeatable.")
+@click.option("--drop-caches/--no-drop-caches", default=True, show_default=True, help="Drop the page cache before runs that read (needs root).")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, help="Seconds one program run may take.")
+@click.option("--list", "list_only", is_flag=True, help="List workloads, their parameters and the variants, and exit.")
+@click.argument("names", nargs=-1, metavar="WORKLOAD...")
+def command(**kwargs: Any) -> None:
+    """Measure WORKLOADs on the directory --target.
+
+    Each workload runs one warm-up round, then --rounds rounds in which its
+    variants alternate (A B A B ...). The table shows medians [min–max], the
+    median of round-by-round ratios against the first variant, and each figure
+    as a fraction of the physical limits (workload `limits`, measured in the
+    same invocation; a quick version runs when it is not named).
+
+    \b
+    Example:
+      sluice bench --target /mnt/sluice-pfs limits smallio ensemble fpp-netcdf
+    """
+    run(**kwargs, argv=["sluice", *sys.argv[1:]])

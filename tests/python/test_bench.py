@@ -1,0 +1,438 @@
+"""Tests of the benchmark harness (sluice bench) and its workload programs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sluice import paths
+from sluice.bench import session, stats, sysinfo
+from sluice.bench.caches import CacheDropper
+from sluice.bench.runner import Plan, Runner, add_fractions, schedule
+from sluice.bench.variants import Variant
+from sluice.bench.workloads import Metric, RunContext, Workload, format_size, parse_size
+from sluice.errors import UserError
+
+REPO = Path(__file__).resolve().parents[2]
+PROGRAMS = ["smallio", "ensemble", "fpp-netcdf", "amr-n1", "limits"]
+
+
+# --------------------------------------------------------------------------
+# The workload programs: use SLUICE_NATIVE_DIR or an installed copy, else
+# build bench/ once for the session.
+
+
+def _have_all() -> bool:
+    try:
+        for p in PROGRAMS:
+            paths.native(f"sluice-bench-{p}", "bin")
+    except UserError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def native_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if _have_all():
+        return paths.native("sluice-bench-smallio", "bin").parent
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is needed to build bench/ (or set SLUICE_NATIVE_DIR)")
+    build = tmp_path_factory.mktemp("benchbuild")
+    subprocess.run(["cmake", "-S", str(REPO / "bench"), "-B", str(build)], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build), "-j2"], check=True, capture_output=True)
+    os.environ["SLUICE_NATIVE_DIR"] = str(build / "native")
+    assert _have_all()
+    return build / "native"
+
+
+def prog(native_dir: Path, name: str) -> str:
+    return str(native_dir / f"sluice-bench-{name}")
+
+
+def run_json(argv: list[str]) -> dict[str, Any]:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, proc.stdout  # exactly one JSON line
+    return json.loads(lines[0])
+
+
+def pattern(off: int, n: int) -> np.ndarray:
+    """The verification pattern of bench/workloads/common.h."""
+    p = np.arange(off, off + n, dtype=np.uint64)
+    b = p >> np.uint64(16)
+    key = (b * np.uint64(157) + (b >> np.uint64(8))) & np.uint64(0xFF)
+    return ((p % np.uint64(251)) ^ key).astype(np.uint8)
+
+
+# --------------------------------------------------------------------------
+# stats
+
+
+def test_summarize_exact() -> None:
+    assert stats.summarize([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert stats.summarize([4, 1, 3, 2]) == {"median": 2.5, "min": 1.0, "max": 4.0, "n": 4}
+    assert stats.summarize([None, 5.0, float("nan")]) == {"median": 5.0, "min": 5.0, "max": 5.0, "n": 1}
+    assert stats.summarize([]) == {"median": None, "min": None, "max": None, "n": 0}
+
+
+def test_pairwise_ratios_are_round_by_round() -> None:
+    a = [1.0, 10.0, 100.0]
+    b = [2.0, 5.0, 300.0]
+    assert stats.pairwise_ratios(a, b) == [2.0, 0.5, 3.0]
+    r = stats.ratio_summary(a, b)
+    # The median of the pairwise ratios, not the ratio of the medians (5/10).
+    assert r["median"] == 2.0
+    assert (r["min"], r["max"], r["n"]) == (0.5, 3.0, 3)
+    assert stats.pairwise_ratios([0.0, 2.0, None], [1.0, 3.0, 1.0]) == [None, 1.5, None]
+    with pytest.raises(ValueError):
+        stats.pairwise_ratios([1.0], [1.0, 2.0])
+    assert stats.fraction(50.0, 200.0) == 0.25
+    assert stats.fraction(50.0, None) is None and stats.fraction(1.0, 0.0) is None
+
+
+def test_sizes() -> None:
+    assert parse_size("4096") == 4096
+    assert parse_size("4K") == 4096 and parse_size("64M") == 64 << 20 and parse_size("1GiB") == 1 << 30
+    assert format_size(1 << 30) == "1G" and format_size(8192) == "8K" and format_size(100) == "100"
+    with pytest.raises(ValueError):
+        parse_size("12x")
+
+
+# --------------------------------------------------------------------------
+# runner: alternation, clean-up, cache drops, ratios
+
+
+def test_schedule_alternates() -> None:
+    got = [(s.warmup, s.round, s.variant) for s in schedule(["A", "B"], 3, 1)]
+    assert got == [
+        (True, 0, "A"), (True, 0, "B"),
+        (False, 0, "A"), (False, 0, "B"),
+        (False, 1, "A"), (False, 1, "B"),
+        (False, 2, "A"), (False, 2, "B"),
+    ]  # fmt: skip
+
+
+class CountingDropper(CacheDropper):
+    def __init__(self, path: str) -> None:
+        super().__init__(path=path)
+        self.reason = None  # pretend to be allowed even when not root
+        self.calls = 0
+
+    def drop(self) -> bool:
+        self.calls += 1
+        Path(self.path).write_text("3\n")
+        return True
+
+
+class FakeWorkload(Workload):
+    """Records the order of runs; A and B give values whose ratio of medians
+    differs from the median of ratios."""
+
+    name = "fake"
+    reads = True
+    metrics = (Metric("value", "x"), Metric("rate", "ops/s", limit="create_per_s"))
+    values = {"A": [1.0, 10.0, 100.0], "B": [2.0, 5.0, 300.0]}
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.seen_files: list[list[str]] = []
+
+    def run(self, ctx: RunContext) -> dict[str, float | None]:
+        self.seen_files.append(sorted(os.listdir(ctx.workdir)))
+        (ctx.workdir / "leftover").write_text("x")
+        ctx.drop_caches()
+        i = sum(1 for v in self.order if v == ctx.variant.name) - 1  # warm-up is -1
+        self.order.append(ctx.variant.name)
+        val = self.values[ctx.variant.name][i] if i >= 0 else 999.0
+        return {"value": val, "rate": 10.0}
+
+
+def test_runner_alternates_cleans_and_pairs(tmp_path: Path) -> None:
+    target = tmp_path / "t"
+    target.mkdir()
+    wl = FakeWorkload()
+    a, b = Variant("A", None, ""), Variant("B", None, "")
+    plan = Plan(workload=wl, params={}, variants=[a, b], rounds=3, warmup=1)
+    dropper = CountingDropper(str(tmp_path / "drop"))
+    with Runner(target=target, seed=7, caches=dropper) as runner:
+        res = runner.run_plan(plan)
+        assert runner.root.parent == target
+    assert wl.order == ["A", "B"] * 4
+    assert all(files == [] for files in wl.seen_files)  # clean workdir every run
+    assert list(target.iterdir()) == []  # scratch removed at the end
+    assert dropper.calls == 2 * 8  # before each run (reads=True) and once inside
+    assert len(res["rounds"]) == 8
+    assert [r["warmup"] for r in res["rounds"]] == [True, True] + [False] * 6
+    assert [r["variant"] for r in res["rounds"]] == ["A", "B"] * 4
+    assert res["summary"]["A"]["value"] == {"median": 10.0, "min": 1.0, "max": 100.0, "n": 3}
+    assert res["summary"]["B"]["value"]["median"] == 5.0
+    ratio = res["ratios"]["B/A"]["value"]
+    assert ratio["per_round"] == [2.0, 0.5, 3.0]
+    assert ratio["median"] == 2.0
+    add_fractions(res, {"create_per_s": 40.0})
+    assert res["fraction_of_limit"]["A"]["rate"]["fraction"] == 0.25
+    assert "value" not in res["fraction_of_limit"]["A"]
+
+
+def test_plans_put_limits_first_and_quick() -> None:
+    plans = session.make_plans(["smallio", "ensemble"], 5, 1, ["files=7", "smallio.size=1M"])
+    assert [p.workload.name for p in plans] == ["limits", "smallio", "ensemble"]
+    lim = plans[0]
+    assert lim.quick and lim.rounds == 3 and lim.warmup == 0 and lim.note
+    assert lim.params["files"] == 7 and plans[2].params["files"] == 7  # NAME= applies to all
+    assert plans[1].params["size"] == 1 << 20
+    full = session.make_plans(["smallio", "limits"], 5, 1)
+    assert [p.workload.name for p in full] == ["limits", "smallio"]
+    assert not full[0].quick and full[0].rounds == 5 and full[0].params["size"] == 1 << 30
+    with pytest.raises(UserError):
+        session.make_plans(["nope"], 5, 1)
+    with pytest.raises(UserError):
+        session.make_plans(["smallio"], 5, 1, ["smallio.nope=1"])
+    with pytest.raises(UserError):
+        session.make_plans(["smallio"], 5, 1, ["size=abc"])
+    with pytest.raises(UserError):
+        session.make_plans(["smallio"], 5, 1, variant_names=["no-such-variant"])
+    # limits always runs plain, whatever the other workloads run as.
+    mixed = session.make_plans(["limits", "smallio"], 5, 1, variant_names=["plain", "sluice-profile"])
+    assert [v.name for v in mixed[0].variants] == ["plain"]
+    assert [v.name for v in mixed[1].variants] == ["plain", "sluice-profile"]
+    ov = session.make_plans(["overhead"], 5, 1)
+    assert [v.name for v in ov[1].variants] == ["plain", "sluice-profile"]
+
+
+def test_find_mount_unescapes(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "/dev/vda / ext4 rw,relatime 0 0\n"
+        "tmpfs /mnt/with\\040space tmpfs rw,size=4k 0 0\n"
+        "mfs#10.213.0.1:9421 /mnt/sluice-pfs fuse.mfs rw,nosuid,allow_other 0 0\n"
+    )
+    m = sysinfo.find_mount("/", str(mounts))
+    assert m is not None and m["type"] == "ext4"
+    # realpath of a path that does not exist keeps its spelling
+    m = sysinfo.find_mount("/mnt/with space/x", str(mounts))
+    assert m is not None and m["type"] == "tmpfs" and m["options"] == ["rw", "size=4k"]
+    m = sysinfo.find_mount("/mnt/sluice-pfs/a/b", str(mounts))
+    assert sysinfo.is_testbed_mount(m)
+    assert not sysinfo.is_testbed_mount(sysinfo.find_mount("/usr", str(mounts)))
+
+
+def test_fs_label() -> None:
+    assert sysinfo.fs_label({"type": "tmpfs", "testbed": {"is_testbed": False}}) == "tmpfs"
+    assert sysinfo.fs_label({"type": "fuse.mfs", "testbed": {"is_testbed": True, "delay_us": 25}}) == "testbed-delay25us"
+    assert sysinfo.fs_label({"type": "fuse.mfs", "testbed": {"is_testbed": True, "delay_us": None}}) == "testbed"
+    assert sysinfo.fs_label({"type": "nfs 4", "testbed": {}}) == "nfs_4"
+
+
+# --------------------------------------------------------------------------
+# A tiny real run through the CLI: JSON schema and figures
+
+
+def test_real_run_smallio_and_limits(native_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sluice.cli.bench import command
+
+    target = tmp_path / "target"
+    target.mkdir()
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "--target", str(target), "--rounds", "2", "--warmup", "1", "--seed", "5",
+        "-p", "limits.size=2M", "-p", "limits.files=20", "-p", "smallio.size=1M",
+        "smallio", "limits",
+    ]  # fmt: skip
+    out = CliRunner().invoke(command, args, catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    files = list((tmp_path / "bench" / "results").glob("limits+smallio-*.json"))
+    assert len(files) == 1, files
+    doc = json.loads(files[0].read_text())
+    assert "smallio on" in out.output and "of limit" in out.output
+
+    assert doc["schema"] == "sluice-bench/1"
+    assert doc["seed"] == 5
+    for k in ("hostname", "cores", "memory_bytes", "kernel", "loadavg_before", "loadavg_after"):
+        assert k in doc["machine"], k
+    assert len(doc["machine"]["loadavg_before"]) == 3
+    fs = doc["filesystem"]
+    for k in ("type", "mount_point", "mount_options", "statfs_magic", "testbed"):
+        assert k in fs, k
+    assert fs["testbed"]["is_testbed"] is False and "delay_us" in fs["testbed"]
+    assert fs["type"] == sysinfo.find_mount(target)["type"]
+    assert doc["config"]["rounds"] == 2 and doc["config"]["workloads"] == ["limits", "smallio"]
+    assert doc["drop_caches"]["possible"] == (os.geteuid() == 0)
+    assert doc["limits"]["quick"] is False
+
+    lim = doc["workloads"]["limits"]
+    assert lim["params"]["size"] == 2 << 20
+    assert len(lim["rounds"]) == 3  # 1 warm-up + 2 measured, one variant
+    for r in lim["rounds"]:
+        phases = [x["phase"] for x in r["raw"]]
+        assert phases == ["write", "read", "create", "stat", "openclose", "unlink"]
+        assert r["raw"][0]["bytes"] == 2 << 20 and r["raw"][1]["bytes"] == 2 << 20
+        assert r["raw"][2]["ops"] == 20
+    assert set(lim["summary"]["plain"]) >= {"write_MBps", "read_MBps", "create_per_s", "stat_per_s", "unlink_per_s"}
+    assert doc["limits"]["medians"]["write_MBps"] == lim["summary"]["plain"]["write_MBps"]["median"]
+
+    sm = doc["workloads"]["smallio"]
+    assert sm["variants"] == ["plain"] and sm["ratios"] == {}
+    assert len(sm["rounds"]) == 3
+    assert [r["warmup"] for r in sm["rounds"]] == [True, False, False]
+    for r in sm["rounds"]:
+        w, rd = r["raw"]
+        assert w["bytes_written"] == 1 << 20 and w["write_ops"] == 128
+        assert rd["bytes_read"] == 1 << 20 and rd["read_ops"] == 256
+        assert r["metrics"]["write_MBps"] == pytest.approx(w["bytes_written"] / w["write_seconds"] / 1e6)
+    s = sm["summary"]["plain"]["write_MBps"]
+    measured = [r["metrics"]["write_MBps"] for r in sm["rounds"] if not r["warmup"]]
+    assert s["n"] == 2 and s["min"] == min(measured) and s["max"] == max(measured)
+    assert s["median"] == pytest.approx(sum(measured) / 2)
+    f = sm["fraction_of_limit"]["plain"]["write_MBps"]
+    assert f["limit"] == "write_MBps"
+    assert f["fraction"] == pytest.approx(s["median"] / doc["limits"]["medians"]["write_MBps"])
+    assert list(target.iterdir()) == []  # nothing left behind
+
+
+def test_quick_limits_when_not_named(native_dir: Path, tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from sluice.cli.bench import run
+
+    out = tmp_path / "r.json"
+    doc = run(
+        tmp_path, ["amr-n1"], rounds=1, warmup=0, json_path=out,
+        params=["limits.size=1M", "limits.files=5", "procs=2", "boxes=3", "box_size=64K"],
+        console=Console(file=open(os.devnull, "w")),
+    )  # fmt: skip
+    assert doc is not None and json.loads(out.read_text())["limits"]["quick"] is True
+    assert doc["config"]["workloads"] == ["limits", "amr-n1"]
+    assert "quick" in doc["limits"]["note"]
+    raw = doc["workloads"]["amr-n1"]["rounds"][0]["raw"][0]
+    assert raw["writes"] == 6 and raw["bytes_written"] == raw["file_bytes"]
+    assert "write_MBps" in doc["workloads"]["amr-n1"]["fraction_of_limit"]["plain"]
+
+
+def test_missing_target_is_a_user_error(tmp_path: Path) -> None:
+    plans = session.make_plans(["smallio"], 1, 0)
+    with pytest.raises(UserError):
+        session.run_bench(tmp_path / "absent", plans, seed=1, caches=CacheDropper(enabled=False))
+
+
+# --------------------------------------------------------------------------
+# The C workload programs write exactly what they say
+
+
+def test_programs_help_and_bad_args(native_dir: Path) -> None:
+    for p in PROGRAMS:
+        ok = subprocess.run([prog(native_dir, p), "--help"], capture_output=True, text=True)
+        assert ok.returncode == 0 and "usage:" in ok.stdout
+        bad = subprocess.run([prog(native_dir, p), "--no-such-option"], capture_output=True, text=True)
+        assert bad.returncode != 0
+    assert "placeholder" in subprocess.run([prog(native_dir, "amr-n1"), "--help"], capture_output=True, text=True).stdout
+
+
+def test_smallio_bytes_and_content(native_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "s.dat"
+    size = (1 << 20) + 12345  # not a multiple of the write size
+    w = run_json([prog(native_dir, "smallio"), "--file", str(f), "--size", str(size), "--phase", "write", "--fsync"])
+    assert w["bytes_written"] == size == f.stat().st_size
+    assert w["write_ops"] == -(-size // 8192) and w["fsyncs"] == 1
+    assert np.array_equal(np.fromfile(f, dtype=np.uint8), pattern(0, size))
+    r = run_json([prog(native_dir, "smallio"), "--file", str(f), "--phase", "read", "--verify"])
+    assert r["bytes_read"] == size and r["read_ops"] == -(-size // 4096) and r["mismatches"] == 0
+    # A corrupted byte is caught.
+    with open(f, "r+b") as fh:
+        fh.seek(70000)
+        fh.write(b"\xff" if pattern(70000, 1)[0] != 0xFF else b"\x00")
+    bad = subprocess.run([prog(native_dir, "smallio"), "--file", str(f), "--phase", "read", "--verify"], capture_output=True, text=True)
+    assert bad.returncode == 1 and json.loads(bad.stdout)["mismatches"] == 1
+    # --wrap rewrites the same region: a million tiny writes need little space.
+    g = tmp_path / "wrap.dat"
+    w = run_json([prog(native_dir, "smallio"), "--file", str(g), "--phase", "write", "--size", "80000", "--write-size", "8", "--wrap", "4096"])
+    assert w["write_ops"] == 10000 and w["bytes_written"] == 80000 and g.stat().st_size == 4096
+    assert np.array_equal(np.fromfile(g, dtype=np.uint8), pattern(0, 4096))
+
+
+def test_ensemble_bytes_and_layout(native_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "ens"
+    procs, files, steps = 3, 7, 4
+    common = [prog(native_dir, "ensemble"), "--dir", str(d), "--procs", str(procs), "--files", str(files),
+              "--steps", str(steps), "--inputs", "2", "--input-size", "8K", "--read-size", "1000", "--seed", "9"]  # fmt: skip
+    s = run_json([*common, "--phase", "setup"])
+    assert s["bytes_written"] == 2 * 8192
+    assert sorted(p.stat().st_size for p in (d / "input").iterdir()) == [8192, 8192]
+    r = run_json([*common, "--phase", "run"])
+    outs = sorted(d.glob("member.*/out.*"))
+    assert len(outs) == procs * files == r["output_files"]
+    assert sum(p.stat().st_size for p in outs) == r["bytes_written"]
+    assert r["writes"] == procs * files * steps
+    assert r["opens"] == r["closes"] == procs * steps * (files + 2)
+    assert r["reads"] == procs * steps * 2 and r["bytes_read"] == r["reads"] * 1000
+    for p in outs:
+        lines = p.read_bytes().split(b"\n")
+        assert lines[-1] == b"" and len(lines) == steps + 1
+        assert all(100 - 1 <= len(x) <= 1024 - 1 and len(set(x)) == 1 for x in lines[:-1])
+    # The same seed gives the same data; another seed does not.
+    again = run_json([*common[:-1], "9", "--dir", str(tmp_path / "ens2")])
+    assert again["bytes_written"] == r["bytes_written"]
+    other = run_json([*common[:-1], "10", "--dir", str(tmp_path / "ens3")])
+    assert other["bytes_written"] != r["bytes_written"]
+
+
+def test_fpp_netcdf_files(native_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "fpp"
+    nx, ny, nz, nv, nt, procs = 12, 10, 3, 2, 3, 3
+    r = run_json([prog(native_dir, "fpp-netcdf"), "--dir", str(d), "--procs", str(procs), "--nx", str(nx),
+                  "--ny", str(ny), "--nz", str(nz), "--vars", str(nv), "--steps", str(nt), "--verify"])  # fmt: skip
+    files = sorted(d.glob("out.*.nc"))
+    assert len(files) == procs == r["files"]
+    assert sum(p.stat().st_size for p in files) == r["file_bytes"]
+    assert r["data_bytes"] == procs * (nv * nt * nx * ny * nz * 4 + nt * 8 + (nx + ny + nz) * 8)
+    assert r["mismatches"] == 0 and r["verified"] is True
+    assert r["nc_puts"] == procs * (3 + nt * (1 + nv))
+    if shutil.which("ncdump"):
+        head = subprocess.run(["ncdump", "-h", str(files[1])], capture_output=True, text=True, check=True).stdout
+        assert "time = UNLIMITED ; // (3 currently)" in head and f"lon = {nx} ;" in head
+        assert "float v1(time, pfull, lat, lon)" in head
+    r4 = run_json([prog(native_dir, "fpp-netcdf"), "--dir", str(tmp_path / "nc4"), "--procs", "1", "--nx", "4",
+                   "--ny", "4", "--nz", "1", "--format", "netcdf4", "--verify"])  # fmt: skip
+    assert r4["mismatches"] == 0 and (tmp_path / "nc4" / "out.0000.nc").read_bytes()[:4] == b"\x89HDF"
+
+
+def test_amr_n1_bytes_and_content(native_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "ckpt"
+    r = run_json([prog(native_dir, "amr-n1"), "--file", str(f), "--procs", "3", "--boxes", "5",
+                  "--box-size", "100K", "--jitter", "30", "--seed", "3"])  # fmt: skip
+    size = f.stat().st_size
+    assert size == r["file_bytes"] == r["bytes_written"]
+    assert r["writes"] == 15 and r["boxes"] == 15 and r["fsyncs"] == 3
+    assert 15 * 100 * 1024 * 0.7 <= size <= 15 * 100 * 1024 * 1.3
+    assert np.array_equal(np.fromfile(f, dtype=np.uint8), pattern(0, size))
+    v = run_json([prog(native_dir, "amr-n1"), "--file", str(f), "--procs", "2", "--boxes", "4",
+                  "--box-size", "64K", "--verify", "--no-fsync"])  # fmt: skip
+    assert v["mismatches"] == 0 and v["fsyncs"] == 0
+
+
+def test_limits_phases(native_dir: Path, tmp_path: Path) -> None:
+    L = prog(native_dir, "limits")
+    f = tmp_path / "big"
+    w = run_json([L, "write", "--file", str(f), "--size", "3M", "--request-size", "1M"])
+    assert w["bytes"] == 3 << 20 == f.stat().st_size and w["ops"] == 3 and w["fsyncs"] == 1
+    r = run_json([L, "read", "--file", str(f), "--request-size", "1M"])
+    assert r["bytes"] == 3 << 20 and r["ops"] == 3
+    d = tmp_path / "m"
+    c = run_json([L, "create", "--dir", str(d), "--files", "25", "--file-size", "4K"])
+    assert c["ops"] == 25 and c["bytes"] == 25 * 4096
+    assert sorted(p.stat().st_size for p in d.iterdir()) == [4096] * 25
+    for phase in ("stat", "openclose"):
+        assert run_json([L, phase, "--dir", str(d), "--files", "25"])["ops"] == 25
+    run_json([L, "unlink", "--dir", str(d), "--files", "25"])
+    assert list(d.iterdir()) == []
+    assert subprocess.run([L, "stat", "--dir", str(d), "--files", "1"], capture_output=True).returncode == 1
