@@ -240,7 +240,7 @@ struct region {
 static int parse_process(struct ctx *c, struct cur *cur)
 {
     struct sluice_log_process *pr = &c->log->proc;
-    uint64_t v[7];
+    uint64_t v[7] = {0};
     uint32_t nstr;
     int rc;
 

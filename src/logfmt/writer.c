@@ -247,15 +247,25 @@ static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned
     region_end(o, r);
 
     /* NAMES: every active record's path (a path shared by two modules is
-     * listed under each module's record id). */
+     * listed under each module's record id). Records can become active, or
+     * be created, while we write (other threads; a SIGTERM): the set is
+     * fixed once, here, by marking it, and only marked records are written
+     * in NAMES and MODULE regions, so the two always agree. */
+    static uint32_t write_gen;
+    uint32_t gen = ++write_gen;
+    struct sluice_record *head = sluice_records_first();
     r = &reg[(*nreg)++];
     region_begin(o, r, SLUICE_LOG_R_NAMES, 1);
     uint32_t nnames = 0;
-    for (struct sluice_record *rec = sluice_records_first(); rec; rec = rec->next)
-        nnames += (uint32_t)record_active(rec);
+    for (struct sluice_record *rec = head; rec; rec = rec->next) {
+        if (record_active(rec)) {
+            rec->log_gen = gen;
+            nnames++;
+        }
+    }
     out_u32(o, nnames);
-    for (struct sluice_record *rec = sluice_records_first(); rec; rec = rec->next) {
-        if (!record_active(rec))
+    for (struct sluice_record *rec = head; rec; rec = rec->next) {
+        if (rec->log_gen != gen)
             continue;
         uint32_t n = (uint32_t)strlen(rec->path);
         out_u64(o, rec->id);
@@ -264,9 +274,8 @@ static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned
     }
     region_end(o, r);
 
-    /* One MODULE region per module. Records were counted above, but a
-     * record can become active in between (another thread): count again
-     * and emit exactly that many. */
+    /* One MODULE region per module, of the records named above. */
+    double spt = sluice_clock_seconds_per_tick();
     for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
         const struct sluice_module_info *mi = sluice_module(m);
         if (!mi)
@@ -274,19 +283,14 @@ static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned
         r = &reg[(*nreg)++];
         region_begin(o, r, SLUICE_LOG_R_MODULE, mi->version);
         uint32_t nrec = 0;
-        for (struct sluice_record *rec = sluice_records_first(); rec; rec = rec->next)
-            nrec += rec->module == m && record_active(rec);
+        for (struct sluice_record *rec = head; rec; rec = rec->next)
+            nrec += rec->module == m && rec->log_gen == gen;
         out_u16(o, (uint16_t)m);
         out_u16(o, 0);
         out_u32(o, nrec);
-        uint32_t done = 0;
-        double spt = sluice_clock_seconds_per_tick();
-        for (struct sluice_record *rec = sluice_records_first(); rec && done < nrec; rec = rec->next) {
-            if (rec->module == m && record_active(rec)) {
+        for (struct sluice_record *rec = head; rec; rec = rec->next)
+            if (rec->module == m && rec->log_gen == gen)
                 emit_record(o, rec, spt);
-                done++;
-            }
-        }
         region_end(o, r);
     }
 }
@@ -295,7 +299,7 @@ int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
                      char *final_path, unsigned long final_path_len)
 {
     char name[PATH_MAX], tmp[PATH_MAX], job[128], host[128], exe[64];
-    struct region reg[8];
+    struct region reg[3 + SLUICE_MOD_END];
     int nreg = 0;
     struct out o = {0};
     int rc;

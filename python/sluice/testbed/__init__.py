@@ -1,0 +1,292 @@
+"""The sluice testbed: a real distributed file system on one machine.
+
+MooseFS stands in for Lustre: one metadata master (the MDS's part), three
+chunkservers (the OSTs') and the ``mfsmount`` FUSE client, all from Debian
+packages. The daemons live in a network namespace of their own; the mount is
+visible to every process. An optional per-packet delay (NFQUEUE) makes each
+round trip to the servers slower, like a real network.
+
+The work is done by ``start.sh`` and ``stop.sh`` beside this file; this module
+runs them and reads their PID files. Settings come from ``SLUICE_TESTBED_*``
+environment variables (see ``common.sh`` and docs/testbed.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sluice.errors import UserError
+
+__all__ = ["DEFAULT_MOUNTPOINT", "DEFAULT_STATE_DIR", "DEFAULT_NETNS", "up", "down", "status"]
+
+DEFAULT_MOUNTPOINT = Path("/mnt/sluice-pfs")
+DEFAULT_STATE_DIR = Path("/var/tmp/sluice-testbed")
+DEFAULT_NETNS = "sluice-pfs"
+DEFAULT_ADDR = "10.213.0.1"
+DEFAULT_CHUNKSERVERS = 3
+MAX_DELAY_US = 100_000
+MASTER_PORT = 9421
+HERE = Path(__file__).resolve().parent
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where a testbed lives; read from the environment at each call."""
+
+    state_dir: Path
+    netns: str
+    addr: str
+    mountpoint: Path
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(
+            state_dir=Path(os.path.realpath(env.get("SLUICE_TESTBED_STATE_DIR") or DEFAULT_STATE_DIR)),
+            netns=env.get("SLUICE_TESTBED_NETNS") or DEFAULT_NETNS,
+            addr=env.get("SLUICE_TESTBED_ADDR") or DEFAULT_ADDR,
+            mountpoint=Path(env.get("SLUICE_TESTBED_MOUNTPOINT") or DEFAULT_MOUNTPOINT),
+        )
+
+    @property
+    def run_dir(self) -> Path:
+        return self.state_dir / "run"
+
+    @property
+    def netns_file(self) -> Path:
+        return Path("/run/netns") / self.netns
+
+    def nsenter(self) -> list[str]:
+        return ["nsenter", f"--net={self.netns_file}"]
+
+
+# ---------------------------------------------------------------- the API
+
+
+def up(mountpoint: str | os.PathLike[str] | None = None, delay_us: int = 0, echo: Echo | None = None) -> Path:
+    """Start the testbed (or leave it running) and return its mount point.
+
+    Without ``mountpoint`` a running testbed keeps its mount point; a stopped
+    one is mounted at ``$SLUICE_TESTBED_MOUNTPOINT`` or ``DEFAULT_MOUNTPOINT``.
+    ``delay_us`` is the one-way delay added to every packet (0 = none); a
+    running testbed is switched to it without a restart. ``echo`` receives the
+    progress lines.
+    """
+    _require_root("up")
+    if not isinstance(delay_us, int) or not 0 <= delay_us <= MAX_DELAY_US:
+        raise UserError(f"the delay must be 0 to {MAX_DELAY_US} microseconds, not {delay_us!r}")
+    s = Settings.from_env()
+    mnt = _resolve_mountpoint(s, mountpoint)
+    _run_script("start.sh", [str(mnt)], {"SLUICE_TESTBED_DELAY_US": str(delay_us)}, echo)
+    return mnt
+
+
+def down(purge: bool = False, echo: Echo | None = None) -> None:
+    """Unmount and stop the testbed; with ``purge`` also delete all its data."""
+    _require_root("down")
+    _run_script("stop.sh", ["--purge"] if purge else [], {}, echo)
+
+
+def status() -> dict[str, Any]:
+    """What runs, where, and how much space is free (does not need root)."""
+    s = Settings.from_env()
+    run = s.run_dir
+    mnt = _recorded_mountpoint(s) or s.mountpoint
+    master = _proc_info(run / "mfsmaster.pid", [f"-c {s.state_dir}/etc/mfsmaster.cfg"])
+    chunkservers = [
+        {
+            "id": i,
+            "port": MASTER_PORT + i,
+            **_proc_info(run / f"mfschunkserver{i}.pid", [f"-c {s.state_dir}/etc/mfschunkserver{i}.cfg"]),
+        }
+        for i in range(1, _chunkserver_count(s) + 1)
+    ]
+    client = _proc_info(run / "mfsmount.pid", _mount_patterns(mnt))
+    helper = _proc_info(run / "nfq-delay.pid", [f"{s.state_dir}/nfq-delay -q 0"])
+    fstype = _mount_fstype(mnt)
+    mounted = fstype == "fuse.mfs"
+    parts = [master["alive"], client["alive"], mounted, *(c["alive"] for c in chunkservers)]
+    state = "running" if all(parts) else "stopped" if not any(parts) else "partial"
+    return {
+        "state": state,
+        "running": state == "running",
+        "mountpoint": str(mnt),
+        "mounted": mounted,
+        "fstype": fstype,
+        "netns": s.netns,
+        "netns_exists": s.netns_file.exists(),
+        "address": f"{s.addr}:{MASTER_PORT}",
+        "master": master,
+        "chunkservers": chunkservers,
+        "chunkservers_registered": _registered(s) if master["alive"] else None,
+        "client": client,
+        "delay_us": _read_int(run / "delay_us") if helper["alive"] else 0,
+        "delay_helper": helper,
+        "space": _space(mnt) if mounted and client["alive"] else None,
+        "state_dir": str(s.state_dir),
+    }
+
+
+# ---------------------------------------------------------------- running the scripts
+
+
+def _require_root(verb: str) -> None:
+    if os.geteuid() != 0:
+        raise UserError(
+            f"sluice testbed {verb} needs root: it creates a network namespace and a FUSE mount (try sudo)"
+        )
+
+
+def _run_script(name: str, args: list[str], env: dict[str, str], echo: Echo | None) -> None:
+    """Run one of the scripts; its log lines go to ``echo``, its error to a UserError."""
+    script = HERE / name
+    if not script.is_file():
+        raise UserError(f"{script} is missing; reinstall sluice")
+    lines: list[str] = []
+    try:
+        proc = subprocess.Popen(
+            ["bash", str(script), *args],
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+        )
+    except OSError as e:
+        raise UserError(f"cannot run {name}: {e.strerror}") from e
+    with proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            lines.append(line)
+            if echo is not None:
+                echo(line)
+    if proc.returncode != 0:
+        raise UserError(_failure(name, lines, proc.returncode))
+
+
+def _failure(name: str, lines: list[str], rc: int) -> str:
+    prefix = "[sluice testbed] ERROR: "
+    errors = [ln[len(prefix) :] for ln in lines if ln.startswith(prefix)]
+    if errors:
+        return errors[-1]
+    last = next((ln for ln in reversed(lines) if ln.strip()), "")
+    return f"testbed {name} failed (exit {rc})" + (f": {last}" if last else "")
+
+
+# ---------------------------------------------------------------- reading the state
+
+
+def _resolve_mountpoint(s: Settings, mountpoint: str | os.PathLike[str] | None) -> Path:
+    if mountpoint is None:
+        recorded = _recorded_mountpoint(s)
+        running = recorded and _proc_info(s.run_dir / "mfsmount.pid", _mount_patterns(recorded))["alive"]
+        mnt = recorded if running and recorded else s.mountpoint
+    else:
+        mnt = Path(mountpoint).expanduser()
+    text = os.path.realpath(mnt)
+    if any(c.isspace() for c in text):
+        raise UserError(f"the mount point must not contain white space: {text!r}")
+    return Path(text)
+
+
+def _recorded_mountpoint(s: Settings) -> Path | None:
+    try:
+        text = (s.run_dir / "mountpoint").read_text().strip()
+    except OSError:
+        return None
+    return Path(text) if text else None
+
+
+def _mount_patterns(mnt: Path) -> list[str]:
+    # mfsmount rewrites its command line once it has mounted
+    return [f"mfsmount -f {mnt} -o ", f"mfsmount (mounted on: {mnt})"]
+
+
+def _chunkserver_count(s: Settings) -> int:
+    recorded = _read_int(s.run_dir / "chunkservers")
+    if recorded:
+        return recorded
+    try:
+        return int(os.environ.get("SLUICE_TESTBED_CHUNKSERVERS") or DEFAULT_CHUNKSERVERS)
+    except ValueError:
+        return DEFAULT_CHUNKSERVERS
+
+
+def _read_int(path: Path) -> int:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return 0
+
+
+def _proc_info(pidfile: Path, patterns: list[str]) -> dict[str, Any]:
+    """PID from ``pidfile`` and whether that process runs and is ours."""
+    pid = _read_int(pidfile) or None
+    return {"pid": pid, "alive": pid is not None and _is_ours(pid, patterns)}
+
+
+def _is_ours(pid: int, patterns: list[str]) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rpartition(")")[2].split()[0] == "Z":
+        return False
+    return any(p in cmdline for p in patterns)
+
+
+def _mount_fstype(mnt: Path) -> str | None:
+    """File-system type of the mount at exactly ``mnt`` (the last one wins)."""
+    fstype = None
+    try:
+        text = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and _unescape(fields[1]) == str(mnt):
+            fstype = fields[2]
+    return fstype
+
+
+def _unescape(field: str) -> str:
+    return field.encode().decode("unicode_escape") if "\\" in field else field
+
+
+def _registered(s: Settings) -> int | None:
+    """Chunkservers connected to the master (asked inside the namespace; root only)."""
+    if os.geteuid() != 0 or not s.netns_file.exists():
+        return None
+    try:
+        out = subprocess.run(
+            [*s.nsenter(), "mfscli", "-H", s.addr, "-SCS"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return sum(1 for line in out.splitlines() if line.startswith("chunk servers:"))
+
+
+def _space(mnt: Path) -> dict[str, int] | None:
+    try:
+        st = os.statvfs(mnt)
+    except OSError:
+        return None
+    return {
+        "total_bytes": st.f_blocks * st.f_frsize,
+        "free_bytes": st.f_bfree * st.f_frsize,
+        "avail_bytes": st.f_bavail * st.f_frsize,
+    }

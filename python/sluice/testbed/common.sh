@@ -1,0 +1,125 @@
+# common.sh - settings and helpers shared by start.sh and stop.sh (sourced).
+#
+# Settings (environment variables, all optional):
+#   SLUICE_TESTBED_STATE_DIR     configs, metadata, chunk data, logs, PID files
+#                                (default /var/tmp/sluice-testbed)
+#   SLUICE_TESTBED_NETNS         network namespace of the daemons (default sluice-pfs)
+#   SLUICE_TESTBED_ADDR          address on the namespace's own loopback (default 10.213.0.1)
+#   SLUICE_TESTBED_CHUNKSERVERS  number of chunkservers, 1..9 (default 3)
+#   SLUICE_TESTBED_GOAL          copies per chunk (default 1: no replication, as on Lustre)
+#   SLUICE_TESTBED_DELAY_US      one-way delay added to every packet, in microseconds
+#                                (default 0 = off)
+#   SLUICE_TESTBED_DELAY_RTPRIO  SCHED_FIFO priority of the delay helper, 0 = normal (default 10)
+#   SLUICE_TESTBED_MOUNT_OPTS    extra mfsmount -o options, comma separated (default none)
+#   SLUICE_TESTBED_NO_INSTALL=1  never call apt-get
+# (The mount point is start.sh's argument; SLUICE_TESTBED_MOUNTPOINT is read by
+# the Python side only.)
+
+STATE=${SLUICE_TESTBED_STATE_DIR:-/var/tmp/sluice-testbed}
+NS=${SLUICE_TESTBED_NETNS:-sluice-pfs}
+ADDR=${SLUICE_TESTBED_ADDR:-10.213.0.1}
+NCS=${SLUICE_TESTBED_CHUNKSERVERS:-3}
+GOAL=${SLUICE_TESTBED_GOAL:-1}
+DELAY_US=${SLUICE_TESTBED_DELAY_US:-0}
+RTPRIO=${SLUICE_TESTBED_DELAY_RTPRIO:-10}
+MOPTS=${SLUICE_TESTBED_MOUNT_OPTS:-}
+NSFILE=/run/netns/$NS
+EXEC=(nsenter "--net=$NSFILE")
+# the delay rule, inside the namespace only
+NFQ_RULE=(OUTPUT -o lo -j NFQUEUE --queue-num 0 --queue-bypass)
+
+log() { echo "[sluice testbed] $*" >&2; }
+die() { echo "[sluice testbed] ERROR: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (network namespace, FUSE mount)"
+case $NS in '' | *[!A-Za-z0-9_.-]*) die "SLUICE_TESTBED_NETNS must be a plain name" ;; esac
+case $STATE in /*) ;; *) die "SLUICE_TESTBED_STATE_DIR must be an absolute path" ;; esac
+STATE=$(realpath -m -- "$STATE")
+[ "$STATE" != / ] || die "SLUICE_TESTBED_STATE_DIR must not be /"
+RUN=$STATE/run
+# start.sh marks the folder as ours; stop.sh --purge deletes only a marked one
+MARK=$STATE/.sluice-testbed
+
+# lock: one start.sh/stop.sh at a time per namespace (the lock lives outside
+# the state folder so that --purge can remove all of it)
+LOCKDIR=/run/lock
+[ -d "$LOCKDIR" ] || LOCKDIR=/run
+exec 9> "$LOCKDIR/sluice-testbed-$NS.lock"
+flock -w 300 9 || die "another sluice testbed command holds $LOCKDIR/sluice-testbed-$NS.lock"
+
+# pid_of PIDFILE PATTERN...: print the PID in PIDFILE if that process is
+# alive, is not a zombie and its command line contains one of the PATTERNs
+# (so a recycled PID is never taken for ours)
+pid_of() {
+    local file=$1 pid p
+    shift
+    [ -s "$file" ] || return 1
+    pid=$(< "$file")
+    case $pid in '' | *[!0-9]*) return 1 ;; esac
+    [ -r "/proc/$pid/cmdline" ] || return 1
+    gone "$pid" && return 1
+    local args=()
+    for p in "$@"; do args+=(-e "$p"); done
+    tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF "${args[@]}" || return 1
+    echo "$pid"
+}
+alive() { pid_of "$@" > /dev/null; }
+
+# gone PID: true once the process has exited (a zombie counts as gone)
+gone() {
+    [ -d "/proc/$1" ] || return 0
+    [ "$(sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | cut -d' ' -f1)" = Z ]
+}
+
+# term_pidfile PIDFILE PATTERN...: SIGTERM the process named in PIDFILE if it
+# is ours and print its PID; otherwise remove the stale PIDFILE and fail
+term_pidfile() {
+    local pid
+    pid=$(pid_of "$@") || { rm -f "$1"; return 1; }
+    kill -TERM "$pid" 2> /dev/null
+    echo "$pid"
+}
+# wait_gone PID PIDFILE NAME TIMEOUT_S: wait for PID to exit (SIGKILL after
+# TIMEOUT_S), then remove PIDFILE
+wait_gone() {
+    local pid=$1 i
+    for ((i = 0; i < $4 * 20; i++)); do
+        gone "$pid" && break
+        sleep 0.05
+    done
+    if ! gone "$pid"; then
+        log "$3 (pid $pid) did not exit in $4 s: SIGKILL"
+        kill -KILL "$pid" 2> /dev/null
+        for ((i = 0; i < 40; i++)); do gone "$pid" && break; sleep 0.05; done
+    fi
+    log "stopped $3 (pid $pid)"
+    rm -f "$2"
+}
+# stop_pidfile NAME TIMEOUT_S PIDFILE PATTERN...: both of the above
+stop_pidfile() {
+    local name=$1 timeout=$2 pid
+    shift 2
+    pid=$(term_pidfile "$@") || return 0
+    wait_gone "$pid" "$1" "$name" "$timeout"
+}
+
+# patterns that identify our processes by their command lines (mfsmount
+# rewrites its own once it has mounted)
+master_pat() { echo "-c $STATE/etc/mfsmaster.cfg"; }
+cs_pat() { echo "-c $STATE/etc/mfschunkserver$1.cfg"; }
+mount_pats() { printf '%s\n' "mfsmount -f $1 -o " "mfsmount (mounted on: $1)"; }
+nfq_pat() { echo "$STATE/nfq-delay -q 0"; }
+# client_alive MOUNTPOINT: our mfsmount for MOUNTPOINT runs
+client_alive() {
+    local pats
+    mapfile -t pats < <(mount_pats "$1")
+    alive "$RUN/mfsmount.pid" "${pats[@]}"
+}
+# is_mounted MOUNTPOINT: a MooseFS FUSE mount is at MOUNTPOINT
+is_mounted() { grep -qF " $1 fuse.mfs " /proc/self/mounts; }
+
+has_netns() { [ -e "$NSFILE" ]; }
+nfq_rule_del() {
+    has_netns && command -v iptables > /dev/null 2>&1 || return 0
+    while "${EXEC[@]}" iptables -D "${NFQ_RULE[@]}" 2> /dev/null; do :; done
+}

@@ -1,0 +1,214 @@
+#!/bin/bash
+# start.sh - bring up the sluice testbed: MooseFS on this machine, mounted.
+# One metadata master (the Lustre MDS's part), N chunkservers (the OSTs') and
+# the mfsmount FUSE client, from Debian packages.  Idempotent: what already
+# runs under our PID files is left alone; only the delay is brought to the
+# value asked for.
+#
+# usage: start.sh MOUNTPOINT
+# env:   see common.sh (SLUICE_TESTBED_*)
+#
+# Why a network namespace: MooseFS chunkservers refuse a master on
+# 127.0.0.0/8, so every daemon runs in a namespace of its own whose loopback
+# carries a second, private address.  Nothing in it can reach, or be reached
+# from, any other host.  The daemons are started with nsenter --net, not
+# 'ip netns exec' (which would give the FUSE mount a private mount namespace),
+# so the mount is visible to every process on the machine.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=common.sh
+. "$HERE/common.sh"
+
+[ $# = 1 ] || die "usage: start.sh MOUNTPOINT"
+MNT=$(realpath -m -- "$1")
+case $MNT in *[[:space:]]*) die "the mount point must not contain white space" ;; esac
+case $NCS in [1-9]) ;; *) die "SLUICE_TESTBED_CHUNKSERVERS must be 1..9" ;; esac
+case $GOAL in [1-9]) ;; *) die "SLUICE_TESTBED_GOAL must be 1..9" ;; esac
+case $DELAY_US in '' | *[!0-9]*) die "the delay must be a whole number of microseconds" ;; esac
+case $RTPRIO in '' | *[!0-9]*) die "SLUICE_TESTBED_DELAY_RTPRIO must be 0..99" ;; esac
+
+# ---------------------------------------------------------------- packages
+need=()
+for p in mfsmaster:moosefs-master mfschunkserver:moosefs-chunkserver \
+         mfsmount:moosefs-client mfscli:moosefs-cli nsenter:util-linux ip:iproute2 \
+         ss:iproute2; do
+    command -v "${p%%:*}" > /dev/null 2>&1 || need+=("${p#*:}")
+done
+if [ "$DELAY_US" -gt 0 ]; then
+    command -v iptables > /dev/null 2>&1 || need+=(iptables)
+    command -v gcc > /dev/null 2>&1 || need+=(gcc)
+    [ -f /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || need+=(libnetfilter-queue-dev)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+    [ "${SLUICE_TESTBED_NO_INSTALL:-0}" = 1 ] && die "missing packages: ${need[*]}"
+    log "installing: ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q "${need[@]}" > /dev/null 2>&1 || {
+        apt-get -o DPkg::Lock::Timeout=600 update -q > /dev/null 2>&1
+        apt-get -o DPkg::Lock::Timeout=600 install -y -q "${need[@]}" > /dev/null 2>&1
+    } || die "apt-get install ${need[*]} failed"
+fi
+[ -e /dev/fuse ] || die "/dev/fuse is missing (no FUSE in this kernel?)"
+
+# ---------------------------------------------------------------- helpers
+mkdir -p "$STATE"/{etc,master,run,log}
+[ -e "$MARK" ] || echo "state folder of a sluice testbed (namespace $NS)" > "$MARK"
+
+wait_for() {   # wait_for SECONDS DESCRIPTION COMMAND...
+    local what=$2 end=$((SECONDS + $1))
+    shift 2
+    until "$@" > /dev/null 2>&1; do
+        [ "$SECONDS" -lt "$end" ] || die "timed out waiting for $what (logs in $STATE/log)"
+        sleep 0.05
+    done
+}
+listening() { "${EXEC[@]}" ss -Hltn "src $ADDR:$1" | grep -q .; }
+ready_chunkservers() {   # chunkservers connected to the master that report their space
+    "${EXEC[@]}" mfscli -H "$ADDR" -SCS 2> /dev/null |
+        awk -F'\t' '$1 == "chunk servers:" && $11 > 0 { n++ } END { print n + 0 }'
+}
+all_ready() { [ "$(ready_chunkservers)" -ge "$NCS" ]; }
+has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
+# spawn PIDFILE LOGFILE COMMAND...: start COMMAND inside the namespace, in a
+# session of its own, without the lock's file descriptor
+spawn() {
+    local pidfile=$1 logfile=$2
+    shift 2
+    setsid "${EXEC[@]}" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
+    echo $! > "$pidfile"
+}
+
+# ---------------------------------------------------------------- the mount point in use
+if [ -s "$RUN/mountpoint" ] && client_alive "$(< "$RUN/mountpoint")"; then
+    old=$(< "$RUN/mountpoint")
+    [ "$old" = "$MNT" ] || die "the testbed is already mounted at $old; take it down first (sluice testbed down)"
+fi
+
+# ---------------------------------------------------------------- namespace
+if ! has_netns; then
+    ip netns add "$NS"
+    echo "$NS" > "$RUN/netns.created-by-us"
+    log "created network namespace $NS"
+fi
+ip -n "$NS" link set lo up
+ip -n "$NS" -4 addr show dev lo | grep -qF " $ADDR/" || ip -n "$NS" addr add "$ADDR/32" dev lo
+
+# ---------------------------------------------------------------- configs (rewritten each time)
+cat > "$STATE/etc/mfsmaster.cfg" << EOF
+WORKING_USER = root
+WORKING_GROUP = root
+SYSLOG_IDENT = sluice-mfsmaster
+NICE_LEVEL = 0
+DATA_PATH = $STATE/master
+EXPORTS_FILENAME = $STATE/etc/mfsexports.cfg
+TOPOLOGY_FILENAME = $STATE/etc/mfstopology.cfg
+MATOML_LISTEN_HOST = $ADDR
+MATOCS_LISTEN_HOST = $ADDR
+MATOCL_LISTEN_HOST = $ADDR
+EOF
+printf '*\t/\trw,alldirs,admin,maproot=0:0\n*\t.\trw\n' > "$STATE/etc/mfsexports.cfg"
+: > "$STATE/etc/mfstopology.cfg"
+for i in $(seq 1 "$NCS"); do
+    mkdir -p "$STATE/cs$i/data" "$STATE/cs$i/hdd"
+    cat > "$STATE/etc/mfschunkserver$i.cfg" << EOF
+WORKING_USER = root
+WORKING_GROUP = root
+SYSLOG_IDENT = sluice-mfscs$i
+NICE_LEVEL = 0
+DATA_PATH = $STATE/cs$i/data
+HDD_CONF_FILENAME = $STATE/etc/mfshdd$i.cfg
+HDD_LEAVE_SPACE_DEFAULT = 1GiB
+BIND_HOST = $ADDR
+MASTER_HOST = $ADDR
+CSSERV_LISTEN_HOST = $ADDR
+CSSERV_LISTEN_PORT = $((9421 + i))
+EOF
+    echo "$STATE/cs$i/hdd" > "$STATE/etc/mfshdd$i.cfg"
+done
+echo "$NCS" > "$RUN/chunkservers"
+
+# ---------------------------------------------------------------- delay (optional)
+# A running helper with another delay is replaced; delay 0 removes it and the rule.
+have=0
+alive "$RUN/nfq-delay.pid" "$(nfq_pat)" && have=$(cat "$RUN/delay_us" 2> /dev/null || echo 0)
+if [ "$have" != "$DELAY_US" ]; then
+    stop_pidfile "delay helper" 10 "$RUN/nfq-delay.pid" "$(nfq_pat)"
+    rm -f "$RUN/delay_us"
+fi
+if [ "$DELAY_US" -gt 0 ]; then
+    if ! alive "$RUN/nfq-delay.pid" "$(nfq_pat)"; then
+        src=$HERE/nfq-delay.c bin=$STATE/nfq-delay
+        [ -f "$src" ] || die "nfq-delay.c is missing beside start.sh"
+        if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+            log "compiling the delay helper into $bin"
+            gcc -O2 -Wall -o "$bin.tmp" "$src" -lnetfilter_queue -lnfnetlink > "$STATE/log/nfq-delay-build.log" 2>&1 ||
+                die "could not compile nfq-delay.c, see $STATE/log/nfq-delay-build.log"
+            mv -f "$bin.tmp" "$bin"
+        fi
+        nlog=$STATE/log/nfq-delay.log
+        [ -f "$nlog" ] && mv -f "$nlog" "$nlog.1"
+        spawn "$RUN/nfq-delay.pid" "$nlog" "$bin" -q 0 -d "$DELAY_US" -r "$RTPRIO"
+        # it prints this line once it has bound the queue
+        nfq_settled() { grep -qF "nfq-delay: queue 0, one-way delay $DELAY_US us" "$nlog" || ! alive "$RUN/nfq-delay.pid" "$(nfq_pat)"; }
+        wait_for 10 "the delay helper" nfq_settled
+        alive "$RUN/nfq-delay.pid" "$(nfq_pat)" || die "the delay helper exited, see $nlog"
+        echo "$DELAY_US" > "$RUN/delay_us"
+        log "started the delay helper (pid $(< "$RUN/nfq-delay.pid"))"
+    fi
+    "${EXEC[@]}" iptables -C "${NFQ_RULE[@]}" 2> /dev/null || "${EXEC[@]}" iptables -A "${NFQ_RULE[@]}"
+    log "delay: $DELAY_US us one-way on every packet in namespace $NS"
+else
+    nfq_rule_del
+fi
+
+# ---------------------------------------------------------------- master
+if alive "$RUN/mfsmaster.pid" "$(master_pat)"; then
+    log "master already running (pid $(< "$RUN/mfsmaster.pid"))"
+else
+    if ! compgen -G "$STATE/master/metadata.mfs*" > /dev/null; then
+        cp /var/lib/mfs/metadata.mfs.empty "$STATE/master/metadata.mfs"
+        log "initialised empty metadata"
+    fi
+    spawn "$RUN/mfsmaster.pid" "$STATE/log/mfsmaster.log" mfsmaster -f -a -c "$STATE/etc/mfsmaster.cfg"
+    log "started the master (pid $(< "$RUN/mfsmaster.pid"))"
+fi
+wait_for 60 "the master on $ADDR:9421" listening 9421
+
+# ---------------------------------------------------------------- chunkservers
+for i in $(seq 1 "$NCS"); do
+    alive "$RUN/mfschunkserver$i.pid" "$(cs_pat "$i")" && continue
+    spawn "$RUN/mfschunkserver$i.pid" "$STATE/log/mfschunkserver$i.log" \
+        mfschunkserver -f -c "$STATE/etc/mfschunkserver$i.cfg"
+    log "started chunkserver $i (pid $(< "$RUN/mfschunkserver$i.pid"), port $((9421 + i)))"
+done
+wait_for 60 "$NCS chunkservers to register" all_ready
+
+# ---------------------------------------------------------------- mount
+recorded=$(cat "$RUN/mountpoint" 2> /dev/null || true)
+if [ "$recorded" = "$MNT" ] && is_mounted "$MNT" && ! client_alive "$MNT"; then
+    log "stale FUSE mount at $MNT (its client is gone): detaching it"
+    umount -l "$MNT" 2> /dev/null || true
+fi
+mkdir -p "$MNT"
+if client_alive "$MNT" && is_mounted "$MNT"; then
+    log "already mounted at $MNT"
+elif mountpoint -q "$MNT"; then
+    die "$MNT is a mount point already, and not ours"
+else
+    mapfile -t pats < <(mount_pats "$MNT")
+    stop_pidfile client 10 "$RUN/mfsmount.pid" "${pats[@]}"
+    spawn "$RUN/mfsmount.pid" "$STATE/log/mfsmount.log" \
+        mfsmount -f "$MNT" -o "mfsmaster=$ADDR,mfsport=9421,subtype=mfs${MOPTS:+,$MOPTS}"
+    echo "$MNT" > "$RUN/mountpoint"
+    mount_settled() { is_mounted "$MNT" || ! client_alive "$MNT"; }
+    wait_for 30 "the mount at $MNT" mount_settled
+    is_mounted "$MNT" || die "mfsmount exited, see $STATE/log/mfsmount.log"
+    log "mounted at $MNT (client pid $(< "$RUN/mfsmount.pid"))"
+    # Lustre-like: no replication, no trash (an unlinked file frees its space at once)
+    "${EXEC[@]}" mfssetgoal "$GOAL" "$MNT" > /dev/null
+    "${EXEC[@]}" mfssettrashtime 0 "$MNT" > /dev/null
+fi
+wait_for 30 "the space of $MNT" has_space "$MNT"
+echo "$MNT" > "$RUN/mountpoint"
+log "up: master $ADDR:9421 in namespace $NS, $NCS chunkservers, mounted at $MNT"

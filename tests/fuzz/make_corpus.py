@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Regenerate the seed corpus of the log reader's fuzz target.
+
+    python3 tests/fuzz/make_corpus.py
+
+From the golden logs of tests/vectors: each log as it is, cut at every
+region boundary and at a few other points, with a few flipped bits, and
+rebuilt with valid checksums around the cases a reader must handle (newer
+minor version, unknown region type, unknown module, repeated names, counts
+that do not fit, ...). Deterministic: the same vectors give the same files.
+Only the gen-* files are rewritten. Inputs found by libFuzzer are kept
+beside them: crash-* (each made a bug visible, now fixed), seed-* (made the
+fuzz target's own checks fail), fuzz-* (the smallest set reaching every edge
+the fuzzer found beyond the gen-* files: `fuzz_logfmt -merge=1
+-use_counters=0 NEW_DIR FUZZ_DIR` on a copy of this folder).
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VECTORS = HERE.parents[0] / "vectors"
+OUT = HERE / "corpus" / "logfmt"
+
+
+def split(data: bytes) -> tuple[dict, list[tuple[int, int, bytes]]]:
+    """Header fields and (type, version, body) of each region."""
+    major, minor, _hsize, nreg, flags, _fsize, toff = struct.unpack_from("<HHIIIQI", data, 8)
+    regions = []
+    for i in range(nreg):
+        t, v, off, ln, _crc, _z = struct.unpack_from("<IIQQII", data, toff + 32 * i)
+        regions.append((t, v, data[off : off + ln]))
+    return {"major": major, "minor": minor, "flags": flags}, regions
+
+
+def build(regions: list[tuple[int, int, bytes]], major: int = 1, minor: int = 0, flags: int = 0,
+          table_off: int = 64, nreg: int | None = None, fix: dict | None = None) -> bytes:
+    """A log with valid checksums; `fix` overrides table entries {i: (off, len)}."""
+    n = len(regions) if nreg is None else nreg
+    pos = table_off + 32 * len(regions)
+    table, bodies = b"", b""
+    for i, (t, v, body) in enumerate(regions):
+        off, ln = (fix or {}).get(i, (pos, len(body)))
+        table += struct.pack("<IIQQII", t, v, off, ln, zlib.crc32(body), 0)
+        bodies += body
+        pos += len(body)
+    head = bytearray(64)
+    head[:8] = b"SLUICELG"
+    struct.pack_into("<HHIIIQI", head, 8, major, minor, 64, n, flags, pos, table_off)
+    pad = b"\0" * (table_off - 64)
+    crc = zlib.crc32(bytes(head[:60]) + table[: 32 * n])
+    struct.pack_into("<I", head, 60, crc)
+    return bytes(head) + pad + table + bodies
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for old in OUT.glob("gen-*"):
+        old.unlink()
+    rng = random.Random(20240601)
+    out: dict[str, bytes] = {}
+    vectors = sorted(VECTORS.glob("*.sluice"))
+    for vec in vectors:
+        data = vec.read_bytes()
+        stem = vec.stem
+        out[f"gen-{stem}"] = data
+        hdr, regions = split(data)
+        # Truncations: inside the header, at the end of the table, at each
+        # region's start and middle.
+        nreg = len(regions)
+        cuts = {0, 8, 63, 64, 64 + 32 * nreg - 1, 64 + 32 * nreg}
+        _, _, _, _, _, _, toff = struct.unpack_from("<HHIIIQI", data, 8)
+        for i in range(nreg):
+            off, ln = struct.unpack_from("<QQ", data, toff + 32 * i + 8)
+            cuts |= {off, off + ln // 2, off + ln - 1}
+        for k, cut in enumerate(sorted(c for c in cuts if c < len(data))):
+            if k % 3 == 0 or cut < 70:
+                out[f"gen-{stem}-cut{cut}"] = data[:cut]
+        for k in range(4):
+            b = bytearray(data)
+            pos = rng.randrange(len(b))
+            b[pos] ^= 1 << rng.randrange(8)
+            out[f"gen-{stem}-flip{pos}"] = bytes(b)
+
+    hdr, regions = split((VECTORS / "posix_stdio.sluice").read_bytes())
+    proc = [r for r in regions if r[0] == 1]
+    schema = [r for r in regions if r[0] == 2]
+    names = [r for r in regions if r[0] == 3]
+    mods = [r for r in regions if r[0] == 4]
+    out["gen-rebuilt"] = build(regions, flags=hdr["flags"])
+    out["gen-minor9"] = build(regions, minor=9)
+    out["gen-major2"] = build(regions, major=2)
+    out["gen-table-far"] = build(regions, table_off=200)
+    out["gen-unknown-region"] = build(regions + [(99, 1, b"future data")])
+    # A module region of an id the schema does not describe.
+    out["gen-unknown-module"] = build(regions + [(4, 1, struct.pack("<HHI", 77, 0, 1) + b"\x01" * 40)])
+    # The schema given twice, the names given twice.
+    out["gen-schema-twice"] = build(proc + schema + schema + names + mods)
+    out["gen-names-twice"] = build(proc + schema + names + names + mods)
+    out["gen-no-names"] = build(proc + schema + mods)
+    out["gen-no-schema"] = build(proc + names + mods)
+    out["gen-no-process"] = build(schema + names + mods)
+    out["gen-process-only"] = build(proc)
+    out["gen-empty"] = build([])
+    # Counts that do not fit the region.
+    pbody = proc[0][2]
+    out["gen-nstrings-huge"] = build([(1, 1, pbody[:60] + struct.pack("<I", 0xFFFFFFFF) + pbody[64:])] + regions[1:])
+    mb = mods[0][2]
+    out["gen-nrecords-huge"] = build(proc + schema + names + [(4, 1, mb[:4] + struct.pack("<I", 0xFFFFFFFF) + mb[8:])])
+    out["gen-nmodules-huge"] = build(proc + [(2, 1, struct.pack("<I", 0xFFFFFFFF) + schema[0][2][4:])] + names + mods)
+    out["gen-nnames-huge"] = build(proc + schema + [(3, 1, struct.pack("<I", 0xFFFFFFFF) + names[0][2][4:])] + mods)
+    # Trailing bytes after the data of each region (allowed: a newer minor
+    # version may append fields).
+    out["gen-trailing"] = build([(t, v, b + b"\0\0\0") for t, v, b in regions])
+    # Region bounds: overlapping the table, past the end, wrapping 64 bits.
+    out["gen-region-in-table"] = build(regions, fix={0: (64, 10)})
+    out["gen-region-past-end"] = build(regions, fix={1: (100, 1 << 40)})
+    out["gen-region-wrap"] = build(regions, fix={1: (0xFFFFFFFFFFFFFFF0, 0x20)})
+    # More regions announced than the table holds / than allowed.
+    out["gen-nreg-65"] = build(regions, nreg=65)
+    # A schema with ni = nf = 65535 counters and no room for their names.
+    out["gen-schema-wide"] = build(proc + [(2, 1, struct.pack("<IHHH5sHH", 1, 1, 1, 5, b"POSIX", 65535, 65535))] + names)
+    # Invalid UTF-8, control characters and repeated keys in strings.
+    kv = b""
+    for k, v in [(b"exe", b"\xff\xfe\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\xe2\x82"), (b"a\x00b", b"\x01\x1f\x7f"),
+                 (b"exe", b"second"), (b"\xc3\xa9", b"\"\\\n\t")]:
+        kv += struct.pack("<H", len(k)) + k + struct.pack("<I", len(v)) + v
+    out["gen-strings"] = build([(1, 1, pbody[:60] + struct.pack("<I", 4) + kv)] + regions[1:])
+    for name, data in out.items():
+        (OUT / name).write_bytes(data)
+    print(f"{len(out)} files in {OUT}")
+
+
+if __name__ == "__main__":
+    main()

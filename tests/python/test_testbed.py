@@ -1,0 +1,252 @@
+"""``sluice testbed``: MooseFS brought up, used, taken down and purged for real.
+
+Needs root. Uses its own state folder, namespace and mount point, so that it
+never touches a testbed someone else runs, and always tears down at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from click.testing import CliRunner
+
+from sluice import testbed
+from sluice.cli import cli
+from sluice.errors import UserError
+
+pytestmark = pytest.mark.testbed
+
+STATE = Path("/var/tmp/sluice-testbed-test")
+NETNS = "sluice-pfs-test"
+MNT = Path("/mnt/sluice-pfs-test")
+ADDR = testbed.DEFAULT_ADDR
+NSENTER = ["nsenter", f"--net=/run/netns/{NETNS}"]
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[None]:
+    """A private testbed: purged before (leftovers of an aborted run) and after."""
+    if os.geteuid() != 0:
+        pytest.skip("the testbed needs root")
+    with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith("SLUICE_TESTBED_")]:
+            mp.delenv(key)
+        mp.setenv("SLUICE_TESTBED_STATE_DIR", str(STATE))
+        mp.setenv("SLUICE_TESTBED_NETNS", NETNS)
+        mp.setenv("SLUICE_TESTBED_MOUNTPOINT", str(MNT))
+        testbed.down(purge=True)
+        try:
+            yield
+        finally:
+            testbed.down(purge=True)
+            _assert_nothing_left()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _pids_with(text: str) -> set[int]:
+    """Running processes whose command line contains ``text``."""
+    pids = {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    return {p for p in pids if text in _cmdline(p) and _running(p)}
+
+
+def _mounts_at(mnt: Path) -> list[str]:
+    """File-system types mounted at ``mnt``, from /proc/self/mounts."""
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [f.split()[2] for f in lines if f.split()[1] == str(mnt)]
+
+
+def _pidfile_pids() -> dict[str, int]:
+    return {f.stem: int(f.read_text()) for f in (STATE / "run").glob("*.pid")}
+
+
+def _all_pids(st: dict) -> list[int]:
+    procs = [st["master"], st["client"], st["delay_helper"], *st["chunkservers"]]
+    return [p["pid"] for p in procs if p["alive"]]
+
+
+def _assert_nothing_left() -> None:
+    assert _mounts_at(MNT) == []
+    assert not Path(f"/run/netns/{NETNS}").exists()
+    assert _pids_with(str(STATE)) == set()
+    assert _pids_with(f"(mounted on: {MNT})") == set()
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _rtt_us() -> float:
+    """Median TCP round trip inside the namespace (rtt.py, 2000 pings)."""
+    rtt = Path(testbed.__file__).parent / "rtt.py"
+    out = subprocess.run(
+        [*NSENTER, sys.executable, str(rtt), "probe", ADDR, "2000"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+    return float(json.loads(out)["median_us"])
+
+
+def _stat_us(mnt: Path, n: int = 200) -> float:
+    """Median time of a stat() of a missing name: one lookup at the master each."""
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter_ns()
+        with pytest.raises(FileNotFoundError):
+            os.stat(mnt / f"missing-{i}")
+        times.append((time.perf_counter_ns() - t0) / 1000)
+    return statistics.median(times)
+
+
+def _sluice(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_up_and_down_need_root() -> None:
+    with mock.patch("os.geteuid", return_value=1000):
+        for call in (testbed.up, testbed.down):
+            with pytest.raises(UserError, match="needs root: it creates a network namespace and a FUSE mount"):
+                call()
+
+
+def test_up_twice_second_is_a_noop(bed: None) -> None:
+    t0 = time.monotonic()
+    assert testbed.up() == MNT
+    first_s = time.monotonic() - t0
+    before = testbed.status()
+    assert before["running"], before
+
+    log: list[str] = []
+    assert testbed.up(echo=log.append) == MNT
+    after = testbed.status()
+    assert _all_pids(after) == _all_pids(before)
+    assert any("master already running" in line for line in log), log
+    assert any(f"already mounted at {MNT}" in line for line in log), log
+    assert first_s < 30
+
+
+def test_status_reports_the_processes_and_the_fuse_mount(bed: None) -> None:
+    testbed.up()
+    st = json.loads(_sluice("testbed", "status", "--json"))
+    assert st["running"] and st["mounted"] and st["mountpoint"] == str(MNT)
+    assert _mounts_at(MNT) == ["fuse.mfs"]
+
+    files = _pidfile_pids()
+    assert st["master"]["pid"] == files["mfsmaster"]
+    assert st["client"]["pid"] == files["mfsmount"]
+    assert [c["pid"] for c in st["chunkservers"]] == [files[f"mfschunkserver{i}"] for i in (1, 2, 3)]
+    # and they are the processes that really run with our configs
+    assert _pids_with(f"-c {STATE}/etc/mfsmaster.cfg") == {st["master"]["pid"]}
+    for c in st["chunkservers"]:
+        assert _pids_with(f"-c {STATE}/etc/mfschunkserver{c['id']}.cfg") == {c["pid"]}
+    assert _pids_with(f"mfsmount (mounted on: {MNT})") == {st["client"]["pid"]}
+
+    assert st["delay_us"] == 0
+    assert st["space"]["total_bytes"] > 0 and st["space"]["avail_bytes"] > 0
+    assert "running" in _sluice("testbed", "status")
+
+
+def test_three_chunkservers_registered(bed: None) -> None:
+    testbed.up()
+    assert testbed.status()["chunkservers_registered"] == 3
+    out = subprocess.run(
+        [*NSENTER, "mfscli", "-H", ADDR, "-SCS"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    ports = sorted(int(line.split("\t")[2]) for line in out.splitlines() if line.startswith("chunk servers:"))
+    assert ports == [9422, 9423, 9424]
+
+
+def test_down_stops_everything_and_up_brings_the_data_back(bed: None) -> None:
+    testbed.up()
+    data = MNT / "kept" / "random.bin"
+    data.parent.mkdir(exist_ok=True)
+    data.write_bytes(os.urandom(3 * 1024 * 1024 + 17))
+    digest = _sha(data)
+    pids = _all_pids(testbed.status())
+    assert len(pids) == 5
+
+    # a PID file that names a process that is not ours (a recycled PID)
+    decoy = subprocess.Popen(["sleep", "60"])
+    (STATE / "run" / "mfschunkserver9.pid").write_text(f"{decoy.pid}\n")
+    try:
+        testbed.down()
+        assert decoy.poll() is None, "down signalled a process it did not start"
+    finally:
+        decoy.kill()
+        decoy.wait()
+
+    assert [p for p in pids if _running(p)] == []
+    _assert_nothing_left()
+    assert not testbed.status()["running"]
+    assert list((STATE / "run").glob("*.pid")) == []
+
+    testbed.up()
+    assert _sha(data) == digest
+
+
+def test_delay_makes_round_trips_slower(bed: None) -> None:
+    testbed.up()
+    rtt0, stat0 = _rtt_us(), _stat_us(MNT)
+
+    _sluice("testbed", "up", "--delay-us", "25")
+    st = testbed.status()
+    assert st["delay_us"] == 25 and st["delay_helper"]["alive"]
+    assert os.access(STATE / "nfq-delay", os.X_OK)
+    rules = subprocess.run([*NSENTER, "iptables", "-S", "OUTPUT"], capture_output=True, text=True).stdout
+    assert "NFQUEUE" in rules
+    rtt25, stat25 = _rtt_us(), _stat_us(MNT)
+
+    testbed.up()  # back to no delay, without a restart
+    st = testbed.status()
+    assert st["delay_us"] == 0 and not _running(st["delay_helper"]["pid"])
+    rules = subprocess.run([*NSENTER, "iptables", "-S", "OUTPUT"], capture_output=True, text=True).stdout
+    assert "NFQUEUE" not in rules
+
+    print(f"rtt {rtt0:.0f} -> {rtt25:.0f} us, stat {stat0:.0f} -> {stat25:.0f} us")
+    # each packet waits 25 us: a round trip takes at least 50 us more, and a
+    # stat() of a missing name is one round trip to the master
+    assert rtt25 > rtt0 + 40 and rtt25 > 1.5 * rtt0
+    assert stat25 > stat0 + 25
+
+
+def test_down_purge_removes_the_data(bed: None) -> None:
+    testbed.up()
+    (MNT / "doomed").write_bytes(b"x" * 4096)
+    testbed.down(purge=True)
+    assert not STATE.exists()
+    _assert_nothing_left()
+    testbed.down(purge=True)  # nothing to do: still fine
+
+    testbed.up()
+    assert list(MNT.iterdir()) == []
