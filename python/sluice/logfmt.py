@@ -108,19 +108,25 @@ class _Cursor:
         return self.take(self.u32()).decode("utf-8", "replace")
 
 
+def _printable(p: Path) -> str:
+    """The path for a one-line message: control characters become '?'."""
+    return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in str(p))
+
+
 def read_log(path: str | Path) -> Log:
-    """Read one log. Raises LogFormatError('<path>: <problem>')."""
+    """Read one log. Raises LogFormatError('<path>: <problem>'), always one line."""
     p = Path(path)
+    name = _printable(p)
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise LogFormatError(f"{p}: cannot read: {e.strerror or e}") from None
+        raise LogFormatError(f"{name}: cannot read: {e.strerror or e}") from None
     try:
         return _parse(p, data)
     except LogFormatError as e:
-        raise LogFormatError(f"{p}: {e}") from None
+        raise LogFormatError(f"{name}: {e}") from None
     except (struct.error, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
-        raise LogFormatError(f"{p}: malformed log ({e})") from None
+        raise LogFormatError(f"{name}: malformed log ({e})") from None
 
 
 def _parse(p: Path, data: bytes) -> Log:
@@ -142,7 +148,8 @@ def _parse(p: Path, data: bytes) -> Log:
     if crc != hcrc:
         raise LogFormatError("corrupt header (checksum mismatch)")
     if fsize != len(data):
-        raise LogFormatError(f"truncated: {len(data)} bytes on disk, the header says {fsize}")
+        what = "truncated" if len(data) < fsize else "wrong size"
+        raise LogFormatError(f"{what}: {len(data)} bytes on disk, the header says {fsize}")
 
     regions: list[tuple[int, int, bytes]] = []
     for i in range(nreg):
