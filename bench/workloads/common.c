@@ -84,12 +84,14 @@ int bench_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-int bench_write_full(int fd, const void *buf, size_t n)
+/* Write all n bytes, looping over short writes and EINTR; off < 0 writes
+ * at the descriptor's position, otherwise at off. */
+static int write_full_at(int fd, const void *buf, size_t n, off_t off)
 {
     const char *p = buf;
 
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = off < 0 ? write(fd, p, n) : pwrite(fd, p, n, off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -101,30 +103,24 @@ int bench_write_full(int fd, const void *buf, size_t n)
         }
         p += w;
         n -= (size_t)w;
+        if (off >= 0)
+            off += w;
     }
     return 0;
 }
 
+int bench_write_full(int fd, const void *buf, size_t n)
+{
+    return write_full_at(fd, buf, n, -1);
+}
+
 int bench_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 {
-    const char *p = buf;
-
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (w == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-        off += w;
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
     }
-    return 0;
+    return write_full_at(fd, buf, n, off);
 }
 
 ssize_t bench_read_full(int fd, void *buf, size_t n)
