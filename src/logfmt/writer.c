@@ -306,6 +306,18 @@ int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
 
     if (atomic_flag_test_and_set(&writing))
         return -EALREADY;
+    if (final_path && final_path_len)
+        final_path[0] = '\0';
+    /* A process that recorded nothing (a shell, a launcher, a tool outside
+     * --path) leaves no log: on a parallel file system every log is a file
+     * create, and a job of many helper processes would bury its own. */
+    int any = 0;
+    for (struct sluice_record *rec = sluice_records_first(); rec && !any; rec = rec->next)
+        any = record_active(rec);
+    if (!any) {
+        atomic_flag_clear(&writing);
+        return 0;
+    }
     rc = make_dirs(dir);
     if (rc < 0)
         goto fail;

@@ -25,7 +25,8 @@ struct sluice_proc_info {
 
 extern struct sluice_proc_info sluice_proc;
 
-/* Write the log into dir. end_reason: enum sluice_log_end_reason; flags:
+/* Write the log into dir (nothing, and final_path "", when no record saw
+ * any activity). end_reason: enum sluice_log_end_reason; flags:
  * extra SLUICE_LOG_F_* bits. Returns 0 or -errno (and says why, once, on
  * stderr). `final_path` receives the log's name when non-NULL. */
 int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,

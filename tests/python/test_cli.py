@@ -152,6 +152,14 @@ def test_disabled_writes_no_log(workdir, logdir):
     assert list(logdir.glob("*.sluice")) == []
 
 
+def test_processes_that_record_nothing_leave_no_log(workdir, logdir):
+    # sh and true touch nothing under --path; only sluice-io writes a log
+    sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", "sh", "-c",
+           f"true; {bin_path('sluice-io')} creat:{workdir}/f close; ls / > /dev/null")
+    assert len(list(logdir.glob("*.sluice"))) == 1
+    assert report_json(logdir)["processes"] == 1
+
+
 def fault_env(spec: str) -> dict[str, str]:
     return {"SLUICE_TIERS": "faulty", "SLUICE_ALLOW_TEST_TIERS": "1", "SLUICE_FAULT": spec}
 

@@ -130,7 +130,8 @@ def load_logs(inputs: list[str | Path], warn=None) -> list[Log]:
                 raise UserError(str(e)) from None
             warn(f"{e}; skipped")
     if not logs:
-        raise UserError(f"no sluice logs in {', '.join(str(i) for i in inputs)}")
+        raise UserError(f"no sluice logs in {', '.join(str(i) for i in inputs)} "
+                        "(a process that recorded no I/O writes none)")
     return logs
 
 
