@@ -123,13 +123,15 @@ int bench_pwrite_full(int fd, const void *buf, size_t n, off_t off)
     return write_full_at(fd, buf, n, off);
 }
 
-ssize_t bench_read_full(int fd, void *buf, size_t n)
+/* Read up to n bytes, looping over short reads and EINTR, stopping at end
+ * of file; off < 0 reads at the descriptor's position, otherwise at off. */
+static ssize_t read_full_at(int fd, void *buf, size_t n, off_t off)
 {
     char *p = buf;
     size_t got = 0;
 
     while (got < n) {
-        ssize_t r = read(fd, p + got, n - got);
+        ssize_t r = off < 0 ? read(fd, p + got, n - got) : pread(fd, p + got, n - got, off + (off_t)got);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -142,23 +144,18 @@ ssize_t bench_read_full(int fd, void *buf, size_t n)
     return (ssize_t)got;
 }
 
+ssize_t bench_read_full(int fd, void *buf, size_t n)
+{
+    return read_full_at(fd, buf, n, -1);
+}
+
 ssize_t bench_pread_full(int fd, void *buf, size_t n, off_t off)
 {
-    char *p = buf;
-    size_t got = 0;
-
-    while (got < n) {
-        ssize_t r = pread(fd, p + got, n - got, off + (off_t)got);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
     }
-    return (ssize_t)got;
+    return read_full_at(fd, buf, n, off);
 }
 
 #define PATTERN_BLOCK 65536u
