@@ -17,6 +17,11 @@ enum sluice_module_id {
 #define SLUICE_SEL_POSIX_STDIO(x)
 #define SLUICE_SEL_STDIO_POSIX(x)
 #define SLUICE_SEL_STDIO_STDIO(x) x,
+#define SLUICE_SEL_POSIX_MPIIO(x)
+#define SLUICE_SEL_STDIO_MPIIO(x)
+#define SLUICE_SEL_MPIIO_POSIX(x)
+#define SLUICE_SEL_MPIIO_STDIO(x)
+#define SLUICE_SEL_MPIIO_MPIIO(x) x,
 
 enum sluice_posix_icounter {
 #define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_POSIX_##mod(name)
@@ -37,6 +42,17 @@ enum sluice_stdio_fcounter {
 #define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_STDIO_##mod(name)
 #include "sluice/sluice_counters.def"
     STDIO_NUM_FCOUNTERS
+};
+
+enum sluice_mpiio_icounter {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_MPIIO_##mod(name)
+#include "sluice/sluice_counters.def"
+    MPIIO_NUM_ICOUNTERS
+};
+enum sluice_mpiio_fcounter {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_MPIIO_##mod(name)
+#include "sluice/sluice_counters.def"
+    MPIIO_NUM_FCOUNTERS
 };
 
 /* The two sides every record keeps. */

@@ -30,6 +30,27 @@ enum sluice_tier_caps {
     SLUICE_TIER_BUFFERS_WRITES = 1u << 0, /* may acknowledge before data reaches the tier below */
     SLUICE_TIER_TEST_ONLY = 1u << 1,      /* refused unless SLUICE_ALLOW_TEST_TIERS=1 */
     SLUICE_TIER_BOTTOM = 1u << 2,         /* talks to the file system; must be last */
+    SLUICE_TIER_OWNS_POSITION = 1u << 3,  /* keeps the file position itself (in f->pos): it receives
+                                             SLUICE_OFF_CURRENT and moves f->pos; the kernel's position
+                                             is made right again at quiesce */
+};
+
+/* Why a tier stops changing a file's I/O (SLUICE_CTL_FALLBACK's argument;
+ * each reason has a POSIX_FALLBACK_* counter). */
+enum sluice_fallback {
+    SLUICE_FALLBACK_MMAP = 1u << 0,   /* mapped: the kernel's pages are the truth */
+    SLUICE_FALLBACK_DIRECT = 1u << 1, /* O_DIRECT, O_SYNC, O_DSYNC: every call must reach the device */
+    SLUICE_FALLBACK_LOCK = 1u << 2,   /* fcntl/flock locks: another process coordinates with us */
+    SLUICE_FALLBACK_SHARED = 1u << 3, /* position shared with another process (fork) or stdio (fdopen) */
+    SLUICE_FALLBACK_MEMORY = 1u << 4, /* no buffer memory and nothing to free */
+};
+
+/* Requests through the control slot. */
+enum sluice_tier_control_op {
+    /* Stop changing this file's I/O: arg is an unsigned * holding
+     * sluice_fallback bits; the tier flushes what it holds,
+     * syncs the kernel's position and passes every later call through. */
+    SLUICE_CTL_FALLBACK = 1,
 };
 
 struct sluice_tier_ops {
@@ -58,6 +79,14 @@ struct sluice_tier_ops {
     int (*close)(struct sluice_file *f, int level);
     /* Escape hatch for tier-specific requests; -ENOTTY when not understood. */
     int (*control)(struct sluice_file *f, int level, int op, void *arg);
+
+    /* Whole process: bring every byte the tier holds to the tier below and
+     * leave each descriptor's kernel position where the application's is
+     * (before fork, exec, exit). from_signal: called in a signal handler,
+     * take no lock that may be held. 0 or -errno. */
+    int (*quiesce)(int from_signal);
+    /* Whole process, in a forked child: reset locks and threads. */
+    void (*after_fork_child)(void);
 };
 
 /* True when `ops` was compiled with slot `member` and fills it. */

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sluice.paths import preload_library
 
-MODES = ("profile",)
+from sluice.settings import MODES  # noqa: F401  (re-exported)
 
 # Where MPI launchers and batch systems say which job a process belongs to;
 # the library reads the same variables, in the same order, when

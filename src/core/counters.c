@@ -27,6 +27,16 @@ static const struct rw_slots stdio_rw[2] = {
                       STDIO_F_WRITE_TIME, STDIO_F_WRITE_START_TIMESTAMP, STDIO_F_WRITE_END_TIMESTAMP},
 };
 
+/* MPI-IO offsets are in etypes of a file view, not bytes: no offset-derived counters. */
+static const struct rw_slots mpiio_rw[2] = {
+    [SLUICE_READ] = {MPIIO_INDEP_READS, MPIIO_BYTES_READ, -1, -1, -1, MPIIO_SIZE_READ_0_100,
+                     MPIIO_RW_SWITCHES, MPIIO_F_READ_TIME, MPIIO_F_READ_START_TIMESTAMP,
+                     MPIIO_F_READ_END_TIMESTAMP},
+    [SLUICE_WRITE] = {MPIIO_INDEP_WRITES, MPIIO_BYTES_WRITTEN, -1, -1, -1, MPIIO_SIZE_WRITE_0_100,
+                      MPIIO_RW_SWITCHES, MPIIO_F_WRITE_TIME, MPIIO_F_WRITE_START_TIMESTAMP,
+                      MPIIO_F_WRITE_END_TIMESTAMP},
+};
+
 struct meta_slots {
     int opens, errors, f_meta, f_write, f_open_start, f_close_end;
 };
@@ -37,9 +47,22 @@ static const struct meta_slots stdio_meta = {STDIO_OPENS, STDIO_ERRORS, STDIO_F_
                                              STDIO_F_WRITE_TIME, STDIO_F_OPEN_START_TIMESTAMP,
                                              STDIO_F_CLOSE_END_TIMESTAMP};
 
+static const struct meta_slots mpiio_meta = {MPIIO_COLL_OPENS, MPIIO_ERRORS, MPIIO_F_META_TIME,
+                                             MPIIO_F_WRITE_TIME, MPIIO_F_OPEN_START_TIMESTAMP,
+                                             MPIIO_F_CLOSE_END_TIMESTAMP};
+
 static const struct meta_slots *meta_of(const struct sluice_record *r)
 {
+    if (r->module == SLUICE_MOD_MPIIO)
+        return &mpiio_meta;
     return r->module == SLUICE_MOD_STDIO ? &stdio_meta : &posix_meta;
+}
+
+static const struct rw_slots *rw_of(const struct sluice_record *r, enum sluice_access kind)
+{
+    if (r->module == SLUICE_MOD_MPIIO)
+        return &mpiio_rw[kind];
+    return r->module == SLUICE_MOD_STDIO ? &stdio_rw[kind] : &posix_rw[kind];
 }
 
 /* On a mirrored record the fs side is the app side: count it once. */
@@ -69,7 +92,14 @@ static double since_start(uint64_t t)
 void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
                      int64_t off, int64_t n, uint64_t t0, uint64_t t1)
 {
-    const struct rw_slots *s = r->module == SLUICE_MOD_STDIO ? &stdio_rw[kind] : &posix_rw[kind];
+    sluice_count_rw_as(r, sides, kind, -1, off, n, t0, t1);
+}
+
+void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_access kind, int op_counter,
+                        int64_t off, int64_t n, uint64_t t0, uint64_t t1)
+{
+    const struct rw_slots *s = rw_of(r, kind);
+    int ops = op_counter >= 0 ? op_counter : s->ops;
     double dt = (double)(int64_t)(t1 - t0);
     double ts0 = since_start(t0), ts1 = since_start(t1);
 
@@ -80,7 +110,7 @@ void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access
             continue;
         int64_t *ic = r->ic + side * r->ni;
         double *fc = r->fc + side * r->nf;
-        ic[s->ops]++;
+        ic[ops]++;
         ic[s->bytes] += n;
         if (s->size0 >= 0)
             ic[s->size0 + size_bucket(n)]++;
@@ -139,6 +169,12 @@ void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uin
 {
     const struct meta_slots *m = meta_of(r);
     count_timed(r, sides, m->opens, m->f_meta, m->f_open_start, -1, t0, t1);
+}
+
+void sluice_count_open_as(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1)
+{
+    const struct meta_slots *m = meta_of(r);
+    count_timed(r, sides, counter, m->f_meta, m->f_open_start, -1, t0, t1);
 }
 
 void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)

@@ -26,8 +26,17 @@ extern uint64_t sluice_start_ticks;
 void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
                      int64_t off, int64_t n, uint64_t t0, uint64_t t1);
 
+/* The same, counting the call under op_counter (an integer counter of r's
+ * module: MPIIO_COLL_WRITES, say) instead of the module's plain read or write
+ * counter; -1: the plain one. */
+void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_access kind, int op_counter,
+                        int64_t off, int64_t n, uint64_t t0, uint64_t t1);
+
 /* An open (POSIX_OPENS / STDIO_OPENS, first-open timestamp, meta time). */
 void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1);
+
+/* The same, counted under `counter` (MPIIO_INDEP_OPENS, say). */
+void sluice_count_open_as(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1);
 
 /* A close: meta time and the last-close timestamp. */
 void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1);

@@ -143,7 +143,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         !sluice_policy_records(abs) ||
         (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL ||
         (f = file_alloc()) == NULL ||
-        sluice_stack_build(f) != 0) {
+        sluice_stack_build(f, sluice_policy_mode(abs)) != 0) {
         if (f)
             sluice_file_put(f);
         fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
@@ -203,7 +203,10 @@ static ssize_t file_rw_done(struct sluice_file *f, int fd, enum sluice_access ki
         sluice_count_error(f->rec, f->sides);
         return rc;
     }
-    int64_t start = off >= 0 ? (int64_t)off : file_pos_advance(f, fd, rc);
+    /* A tier that keeps the position has already moved it past the transfer. */
+    int64_t start = off >= 0 ? (int64_t)off
+                    : f->owns_pos ? atomic_load_explicit(&f->pos, memory_order_relaxed) - rc
+                    : file_pos_advance(f, fd, rc);
     sluice_count_rw(f->rec, f->sides, kind, start, rc, t0, t1);
     return rc;
 }

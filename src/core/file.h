@@ -26,6 +26,9 @@
 #include "sluice/sluice_tier.h"
 
 #define SLUICE_MAX_TIERS 4
+/* Per-file state of all tiers together lives inside struct sluice_file,
+ * recycled with it: opening and closing a million files costs no memory. */
+#define SLUICE_TIER_STATE_BYTES 256
 
 struct sluice_file {
     atomic_int refs;                 /* table slots + callers inside a wrapper */
@@ -36,10 +39,12 @@ struct sluice_file {
     _Atomic int64_t pos;             /* file position as the counters track it */
     uint64_t fork_gen;               /* sluice_fork_gen when opened: else shared with another process */
     unsigned sides;                  /* where the core counts: both sides when nothing sits above the file system */
+    int owns_pos;                    /* a tier keeps the position (SLUICE_TIER_OWNS_POSITION) */
     int depth;                       /* tiers in the stack */
     const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
     void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
     struct sluice_file *free_next;   /* free list link */
+    _Alignas(16) unsigned char tier_mem[SLUICE_TIER_STATE_BYTES];
 };
 
 /* Incremented in both processes at every fork: a description opened before
@@ -88,6 +93,10 @@ int sluice_fd_known(int fd);
  * of the description fd named before. */
 void sluice_fd_prepare_replace(int fd);
 void sluice_fd_replaced(int fd);
+
+/* fd's file leaves any mode that changes its I/O (reason: sluice_fallback
+ * bits): mmap, locks, fdopen. A no-op for descriptors sluice does not know. */
+void sluice_fd_fallback(int fd, unsigned reason);
 
 /* In a forked child. */
 void sluice_files_after_fork_child(void);

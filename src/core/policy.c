@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "common/diag.h"
 #include "common/pathnorm.h"
 
 #define POLICY_MAX_PREFIXES 32
@@ -73,4 +74,94 @@ int sluice_policy_records(const char *abs_path)
         if (sluice_path_under(abs_path, system_prefixes[i]))
             return 0;
     return 1;
+}
+
+/* ---- modes ---- */
+
+static const char *const mode_names[SLUICE_MODE_COUNT] = {"profile", "buffer"};
+
+/* Modes that later issues add: accepted by name, run as profile for POSIX
+ * files (acb works at the MPI-IO level, not on descriptors). */
+static const char *const mode_aliases_profile[] = {"acb"};
+
+static enum sluice_mode default_mode = SLUICE_MODE_PROFILE;
+static char mode_prefix_buf[4096];
+static struct {
+    const char *prefix;
+    size_t len;
+    enum sluice_mode mode;
+} mode_rules[POLICY_MAX_PREFIXES];
+static int nmode_rules;
+
+int sluice_mode_from_name(const char *name)
+{
+    for (int i = 0; i < SLUICE_MODE_COUNT; i++)
+        if (strcmp(name, mode_names[i]) == 0)
+            return i;
+    for (size_t i = 0; i < sizeof mode_aliases_profile / sizeof *mode_aliases_profile; i++)
+        if (strcmp(name, mode_aliases_profile[i]) == 0)
+            return SLUICE_MODE_PROFILE;
+    return -1;
+}
+
+const char *sluice_mode_name(enum sluice_mode m)
+{
+    return (unsigned)m < SLUICE_MODE_COUNT ? mode_names[m] : "?";
+}
+
+int sluice_policy_init_modes(const char *dflt, const char *policy)
+{
+    int bad = 0, m = sluice_mode_from_name(dflt);
+    char *out = mode_prefix_buf;
+    const char *s = policy;
+
+    if (m < 0) {
+        sluice_diag("SLUICE_MODE=%s is not a mode (profile, buffer); using profile", dflt);
+        bad++;
+        m = SLUICE_MODE_PROFILE;
+    }
+    default_mode = (enum sluice_mode)m;
+    nmode_rules = 0;
+    while (*s && nmode_rules < POLICY_MAX_PREFIXES) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        char item[PATH_MAX];
+        if (len > 0 && len < sizeof item) {
+            memcpy(item, s, len);
+            item[len] = '\0';
+            char *eq = strrchr(item, '=');
+            int im = eq ? sluice_mode_from_name(eq + 1) : -1;
+            size_t room = sizeof mode_prefix_buf - (size_t)(out - mode_prefix_buf);
+            if (eq)
+                *eq = '\0';
+            if (im < 0 || !item[0] || sluice_path_absolute(AT_FDCWD, item, out, room) != 0) {
+                sluice_diag("SLUICE_POLICY item '%.*s' is not PREFIX=MODE with MODE profile or buffer; ignored",
+                            (int)len, s);
+                bad++;
+            } else {
+                mode_rules[nmode_rules].prefix = out;
+                mode_rules[nmode_rules].len = strlen(out);
+                mode_rules[nmode_rules].mode = (enum sluice_mode)im;
+                nmode_rules++;
+                out += strlen(out) + 1;
+            }
+        }
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return bad;
+}
+
+enum sluice_mode sluice_policy_mode(const char *abs_path)
+{
+    enum sluice_mode m = default_mode;
+    size_t best = 0;
+
+    for (int i = 0; i < nmode_rules; i++)
+        if (mode_rules[i].len >= best && sluice_path_under(abs_path, mode_rules[i].prefix)) {
+            best = mode_rules[i].len;
+            m = mode_rules[i].mode;
+        }
+    return m;
 }

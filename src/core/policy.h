@@ -1,5 +1,5 @@
 /*
- * Which paths sluice records (and, in later modes, changes). Profile mode
+ * Which paths sluice records, and in which mode it handles each. Profile mode
  * records every path except system prefixes, as Darshan does; SLUICE_PATHS
  * restricts recording to the prefixes it lists.
  */
@@ -16,5 +16,25 @@ int sluice_policy_records(const char *abs_path);
  * certainly not recorded (an absolute path under a system prefix), so the
  * common case costs no getcwd and no normalisation. */
 int sluice_policy_skip_fast(const char *path);
+
+/* I/O modes: what the tier stack of a recorded file holds. */
+enum sluice_mode {
+    SLUICE_MODE_PROFILE = 0,  /* pass-through: the program's calls reach the file system as they are */
+    SLUICE_MODE_BUFFER = 1,   /* write-behind coalescing and read-ahead */
+    SLUICE_MODE_COUNT
+};
+
+/* The mode named `name` (profile, buffer), or -1. */
+int sluice_mode_from_name(const char *name);
+const char *sluice_mode_name(enum sluice_mode m);
+
+/* Parse SLUICE_MODE and SLUICE_POLICY (PREFIX=MODE[,PREFIX=MODE...]).
+ * A malformed item is reported once and ignored. Returns the number of
+ * malformed items. */
+int sluice_policy_init_modes(const char *default_mode, const char *policy);
+
+/* The mode for an absolute normalised path: the longest matching prefix of
+ * SLUICE_POLICY, else SLUICE_MODE. */
+enum sluice_mode sluice_policy_mode(const char *abs_path);
 
 #endif

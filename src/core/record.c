@@ -15,6 +15,11 @@
 #define SLUICE_SEL_INAME_POSIX_STDIO(name)
 #define SLUICE_SEL_INAME_STDIO_POSIX(name)
 #define SLUICE_SEL_INAME_STDIO_STDIO(name) #name,
+#define SLUICE_SEL_INAME_POSIX_MPIIO(name)
+#define SLUICE_SEL_INAME_STDIO_MPIIO(name)
+#define SLUICE_SEL_INAME_MPIIO_POSIX(name)
+#define SLUICE_SEL_INAME_MPIIO_STDIO(name)
+#define SLUICE_SEL_INAME_MPIIO_MPIIO(name) #name,
 
 static const char *const posix_inames[] = {
 #define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_POSIX_##mod(name)
@@ -32,16 +37,27 @@ static const char *const stdio_fnames[] = {
 #define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_STDIO_##mod(name)
 #include "sluice/sluice_counters.def"
 };
+static const char *const mpiio_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_MPIIO_##mod(name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const mpiio_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_MPIIO_##mod(name)
+#include "sluice/sluice_counters.def"
+};
 
 static const struct sluice_module_info modules[SLUICE_MOD_END] = {
     [SLUICE_MOD_POSIX] = {"POSIX", SLUICE_MOD_POSIX, 1, POSIX_NUM_ICOUNTERS, POSIX_NUM_FCOUNTERS,
                           posix_inames, posix_fnames},
     [SLUICE_MOD_STDIO] = {"STDIO", SLUICE_MOD_STDIO, 1, STDIO_NUM_ICOUNTERS, STDIO_NUM_FCOUNTERS,
                           stdio_inames, stdio_fnames},
+    [SLUICE_MOD_MPIIO] = {"MPIIO", SLUICE_MOD_MPIIO, 1, MPIIO_NUM_ICOUNTERS, MPIIO_NUM_FCOUNTERS,
+                          mpiio_inames, mpiio_fnames},
 };
 
 _Static_assert(sizeof posix_inames / sizeof *posix_inames == POSIX_NUM_ICOUNTERS, "posix names");
 _Static_assert(sizeof stdio_fnames / sizeof *stdio_fnames == STDIO_NUM_FCOUNTERS, "stdio names");
+_Static_assert(sizeof mpiio_inames / sizeof *mpiio_inames == MPIIO_NUM_ICOUNTERS, "mpiio names");
 
 const struct sluice_module_info *sluice_module(unsigned id)
 {

@@ -19,8 +19,18 @@ static const struct sluice_tier_ops *const all_tiers[] = {
 #undef SLUICE_TIER
 };
 
-static const struct sluice_tier_ops *stack_template[SLUICE_MAX_TIERS];
-static int stack_depth;
+/* One stack per mode: the mode's own tiers, then SLUICE_TIERS, then the
+ * bottom tier. */
+static struct {
+    const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS];
+    int depth;
+} templates[SLUICE_MODE_COUNT];
+
+/* The tiers each mode puts on top. */
+static const char *const mode_tiers[SLUICE_MODE_COUNT] = {
+    [SLUICE_MODE_PROFILE] = "",
+    [SLUICE_MODE_BUFFER] = "buffer",
+};
 
 const struct sluice_tier_ops *sluice_tier_find(const char *name)
 {
@@ -36,6 +46,8 @@ static const char *tier_check(const struct sluice_tier_ops *t, int allow_test)
         return "was built for another tier ABI";
     if (t->size < offsetof(struct sluice_tier_ops, control))
         return "has a truncated operations table";
+    if (t->file_state > SLUICE_TIER_STATE_BYTES)
+        return "needs more per-file state than the core keeps";
     if ((t->caps & SLUICE_TIER_TEST_ONLY) && !allow_test)
         return "is for tests only (set SLUICE_ALLOW_TEST_TIERS=1)";
     if (t->caps & SLUICE_TIER_BOTTOM)
@@ -45,12 +57,22 @@ static const char *tier_check(const struct sluice_tier_ops *t, int allow_test)
     return NULL;
 }
 
-int sluice_stack_init(const char *tiers, int allow_test_tiers)
+/* Already checked and initialised for another stack: init runs once. */
+static int tier_inited(const struct sluice_tier_ops *t)
 {
-    const char *s = tiers;
+    for (int m = 0; m < SLUICE_MODE_COUNT; m++)
+        for (int i = 0; i < templates[m].depth; i++)
+            if (templates[m].tier[i] == t)
+                return 1;
+    return 0;
+}
 
-    stack_depth = 0;
-    while (*s && stack_depth < SLUICE_MAX_TIERS - 1) {
+/* Append the tiers named in the comma-separated list to template m. */
+static void template_add(int m, const char *list, int allow_test)
+{
+    const char *s = list;
+
+    while (*s && templates[m].depth < SLUICE_MAX_TIERS - 1) {
         const char *e = strchr(s, ',');
         size_t len = e ? (size_t)(e - s) : strlen(s);
         char name[64];
@@ -58,38 +80,96 @@ int sluice_stack_init(const char *tiers, int allow_test_tiers)
             memcpy(name, s, len);
             name[len] = '\0';
             const struct sluice_tier_ops *t = sluice_tier_find(name);
-            const char *why = t ? tier_check(t, allow_test_tiers) : "does not exist";
+            const char *why = !t ? "does not exist" : tier_inited(t) ? NULL : tier_check(t, allow_test);
             if (why)
                 sluice_diag("tier '%s' %s; left out of the stack", name, why);
             else
-                stack_template[stack_depth++] = t;
+                templates[m].tier[templates[m].depth++] = t;
         }
         if (!e)
             break;
         s = e + 1;
     }
-    stack_template[stack_depth++] = sluice_tier_find("passthru");
-    return stack_depth;
 }
 
-int sluice_stack_build(struct sluice_file *f)
+int sluice_stack_init(const char *tiers, int allow_test_tiers)
 {
-    f->depth = stack_depth;
-    for (int i = 0; i < stack_depth; i++) {
-        f->tier[i] = stack_template[i];
+    memset(templates, 0, sizeof templates);
+    for (int m = 0; m < SLUICE_MODE_COUNT; m++) {
+        template_add(m, mode_tiers[m], allow_test_tiers);
+        template_add(m, tiers, allow_test_tiers);
+        templates[m].tier[templates[m].depth++] = sluice_tier_find("passthru");
+    }
+    return templates[SLUICE_MODE_PROFILE].depth;
+}
+
+int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode)
+{
+    size_t used = 0;
+
+    if ((unsigned)mode >= SLUICE_MODE_COUNT)
+        mode = SLUICE_MODE_PROFILE;
+    f->depth = templates[mode].depth;
+    f->owns_pos = 0;
+    for (int i = 0; i < f->depth; i++) {
+        const struct sluice_tier_ops *t = templates[mode].tier[i];
+        f->tier[i] = t;
         f->tier_state[i] = NULL;
-        if (stack_template[i]->file_state) {
-            /* Arena memory is never freed: tiers with per-file state will
-             * need a recycling allocator; none in this build has any. */
-            f->tier_state[i] = sluice_arena_alloc(stack_template[i]->file_state);
-            if (!f->tier_state[i])
+        if (t->caps & SLUICE_TIER_OWNS_POSITION)
+            f->owns_pos = 1;
+        if (t->file_state) {
+            size_t need = (t->file_state + 15) & ~(size_t)15;
+            if (used + need > sizeof f->tier_mem)
                 return -ENOMEM;
+            f->tier_state[i] = f->tier_mem + used;
+            memset(f->tier_state[i], 0, t->file_state);
+            used += need;
         }
     }
     /* Nothing between the application and the file system: both sides see
      * the same calls, so the core counts both at once. */
-    f->sides = stack_depth == 1 ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP;
+    f->sides = f->depth == 1 ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP;
     return 0;
+}
+
+/* Every distinct tier in use, each once. */
+static int distinct_tiers(const struct sluice_tier_ops **out)
+{
+    int n = 0;
+
+    for (int m = 0; m < SLUICE_MODE_COUNT; m++)
+        for (int i = 0; i < templates[m].depth; i++) {
+            int seen = 0;
+            for (int j = 0; j < n; j++)
+                seen |= out[j] == templates[m].tier[i];
+            if (!seen)
+                out[n++] = templates[m].tier[i];
+        }
+    return n;
+}
+
+int sluice_stack_quiesce(int from_signal)
+{
+    const struct sluice_tier_ops *t[SLUICE_MODE_COUNT * SLUICE_MAX_TIERS];
+    int n = distinct_tiers(t), rc = 0;
+
+    for (int i = 0; i < n; i++)
+        if (SLUICE_TIER_HAS(t[i], quiesce)) {
+            int r = t[i]->quiesce(from_signal);
+            if (r < 0 && rc == 0)
+                rc = r;
+        }
+    return rc;
+}
+
+void sluice_stack_after_fork_child(void)
+{
+    const struct sluice_tier_ops *t[SLUICE_MODE_COUNT * SLUICE_MAX_TIERS];
+    int n = distinct_tiers(t);
+
+    for (int i = 0; i < n; i++)
+        if (SLUICE_TIER_HAS(t[i], after_fork_child))
+            t[i]->after_fork_child();
 }
 
 /* Each dispatcher: the first tier at or below `level` that fills the slot. */

@@ -7,13 +7,21 @@
 #define SLUICE_CORE_STACK_H
 
 #include "core/file.h"
+#include "core/policy.h"
 
 /* Parse and validate the configured stack. A rejected tier is reported once
  * on stderr and left out. Returns the number of tiers in the stack. */
 int sluice_stack_init(const char *tiers, int allow_test_tiers);
 
-/* Fill f->tier[], f->depth, f->tier_state[] and f->sides. 0 or -ENOMEM. */
-int sluice_stack_build(struct sluice_file *f);
+/* Fill f->tier[], f->depth, f->tier_state[], f->sides and f->owns_pos
+ * with the stack of `mode`. 0 or -ENOMEM. */
+int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode);
+
+/* Every tier's quiesce (before fork, exec, exit; see sluice_tier.h). */
+int sluice_stack_quiesce(int from_signal);
+
+/* Every tier's after_fork_child. */
+void sluice_stack_after_fork_child(void);
 
 /* The tier table named `name`, or NULL. */
 const struct sluice_tier_ops *sluice_tier_find(const char *name);

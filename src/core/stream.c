@@ -45,13 +45,13 @@ struct sluice_stream *sluice_stream_get(FILE *fp)
     return s;
 }
 
-void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos)
+void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos, void *buf, size_t buf_size)
 {
     struct sluice_stream *s;
     unsigned i = shard_of(fp);
 
     pthread_once(&shards_once, shards_init);
-    (void)sluice_stream_remove(fp);   /* a stale entry for a reused FILE* */
+    (void)sluice_stream_remove(fp, NULL, NULL);   /* a stale entry for a reused FILE* */
     pthread_mutex_lock(&free_lock);
     s = free_streams;
     if (s)
@@ -61,6 +61,8 @@ void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos)
         return;
     s->fp = fp;
     s->rec = rec;
+    s->buf = buf;
+    s->buf_size = buf_size;
     atomic_store(&s->pos, pos);
     pthread_mutex_lock(&shards[i].lock);
     s->next = shards[i].head;
@@ -69,8 +71,10 @@ void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos)
     atomic_fetch_add(&nstreams, 1);
 }
 
-struct sluice_record *sluice_stream_remove(FILE *fp)
+struct sluice_record *sluice_stream_remove(FILE *fp, void **buf, size_t *buf_size)
 {
+    if (buf)
+        *buf = NULL;
     struct sluice_stream **pp, *s = NULL;
     struct sluice_record *rec = NULL;
     unsigned i;
@@ -90,6 +94,10 @@ struct sluice_record *sluice_stream_remove(FILE *fp)
     if (!s)
         return NULL;
     rec = s->rec;
+    if (buf) {
+        *buf = s->buf;
+        *buf_size = s->buf_size;
+    }
     atomic_fetch_sub(&nstreams, 1);
     pthread_mutex_lock(&free_lock);
     s->fp = NULL;

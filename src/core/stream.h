@@ -17,6 +17,8 @@ struct sluice_stream {
     FILE *fp;                        /* the stream; NULL while on the free list */
     struct sluice_record *rec;       /* its STDIO record */
     _Atomic int64_t pos;             /* position the counters track; -1: unknown */
+    void *buf;                       /* buffer mode: the stream buffer we gave glibc (freed after fclose) */
+    size_t buf_size;
     struct sluice_stream *next;      /* hash chain or free list */
 };
 
@@ -24,11 +26,14 @@ struct sluice_stream {
  * recycled, never freed, so the pointer stays valid memory. */
 struct sluice_stream *sluice_stream_get(FILE *fp);
 
-/* Start recording fp (after a successful fopen/fdopen/freopen). */
-void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos);
+/* Start recording fp (after a successful fopen/fdopen/freopen); buf: the
+ * stream buffer sluice gave it, or NULL. */
+void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos, void *buf, size_t buf_size);
 
-/* Stop recording fp; returns its record (NULL if it was not recorded). */
-struct sluice_record *sluice_stream_remove(FILE *fp);
+/* Stop recording fp; returns its record (NULL if it was not recorded) and,
+ * in buf and buf_size, the buffer sluice gave it (to free once glibc is
+ * done with it). */
+struct sluice_record *sluice_stream_remove(FILE *fp, void **buf, size_t *buf_size);
 
 void sluice_streams_after_fork_child(void);
 

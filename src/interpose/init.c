@@ -149,6 +149,17 @@ static void proc_info(void)
 
 /* ---- fork ---- */
 
+/* Buffered bytes reach the file system before the fork, so that neither
+ * process writes them twice and both see the kernel's position right. */
+static void atfork_prepare(void)
+{
+    if (sluice_active()) {
+        sluice__guard++;
+        (void)sluice_stack_quiesce(0);
+        sluice__guard--;
+    }
+}
+
 static void atfork_parent(void)
 {
     __atomic_add_fetch(&sluice_fork_gen, 1, __ATOMIC_RELAXED);
@@ -161,6 +172,7 @@ static void atfork_child(void)
     sluice_records_after_fork_child();
     sluice_files_after_fork_child();
     sluice_streams_after_fork_child();
+    sluice_stack_after_fork_child();
     sluice_fork_gen++;
     proc_start_times();
 }
@@ -176,6 +188,14 @@ int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long
 {
     int expected = SLUICE_STATE_ACTIVE;
 
+    if (__atomic_load_n(&sluice__state, __ATOMIC_ACQUIRE) != SLUICE_STATE_ACTIVE)
+        return -EALREADY;
+    /* Every buffered byte reaches the file system while its counters can
+     * still be recorded, and descriptors the next program image (or a late
+     * destructor) inherits point where the application left them. */
+    sluice__guard++;
+    (void)sluice_stack_quiesce(end_reason == SLUICE_END_SIGNAL);
+    sluice__guard--;
     if (!__atomic_compare_exchange_n(&sluice__state, &expected, SLUICE_STATE_FINISHED, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return -EALREADY;
@@ -223,8 +243,6 @@ __attribute__((constructor(101))) static void sluice_load(void)
         sluice__state = SLUICE_STATE_FINISHED;
         return;
     }
-    if (strcmp(sluice_cfg.mode, "profile") != 0 && !sluice_cfg.quiet)
-        sluice_diag("SLUICE_MODE=%s is not available in this build; profiling only", sluice_cfg.mode);
     if (sluice_path_absolute(AT_FDCWD, sluice_cfg.log_dir, log_dir_abs, sizeof log_dir_abs) != 0)
         copy_str(log_dir_abs, sizeof log_dir_abs, sluice_cfg.log_dir);
     proc_info();
@@ -234,8 +252,9 @@ __attribute__((constructor(101))) static void sluice_load(void)
         return;
     }
     sluice_policy_init(sluice_cfg.paths, log_dir_abs);
+    (void)sluice_policy_init_modes(sluice_cfg.mode, sluice_cfg.policy);
     sluice_stack_init(sluice_cfg.tiers, sluice_cfg.allow_test_tiers);
-    pthread_atfork(NULL, atfork_parent, atfork_child);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     install_sigterm();
     __atomic_store_n(&sluice__state, SLUICE_STATE_ACTIVE, __ATOMIC_RELEASE);
 }

@@ -8,9 +8,13 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 
+#include "buffer/buffer.h"
 #include "common/pathnorm.h"
 #include "core/counters.h"
 #include "core/file.h"
@@ -377,10 +381,36 @@ SLUICE_EXPORT int dup3(int fd, int fd2, int flags)
     return wrap_dup3(fd, fd2, flags, 0);
 }
 
+/* A mode that changes a file's I/O stops doing so (mmap, locks, fdopen):
+ * what it holds reaches the file system first. */
+void sluice_fd_fallback(int fd, unsigned reason)
+{
+    struct sluice_file *f;
+
+    if (!sluice_active() || !(f = sluice_fd_get(fd)))
+        return;
+    sluice__guard++;
+    if (f->depth > 1)
+        (void)sluice_tier_control(f, 0, SLUICE_CTL_FALLBACK, &reason);
+    sluice__guard--;
+    sluice_file_put(f);
+}
+
+static int is_lock_cmd(int cmd)
+{
+    return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+}
+
 static int wrap_fcntl(int fd, int cmd, void *arg, int use64)
 {
-    int rc = use64 ? SLUICE_REAL(fcntl64)(fd, cmd, arg) : SLUICE_REAL(fcntl)(fd, cmd, arg);
     int saved = errno;
+
+    if (is_lock_cmd(cmd) && sluice_fd_known(fd)) {
+        sluice_fd_fallback(fd, SLUICE_FALLBACK_LOCK);
+        errno = saved;
+    }
+    int rc = use64 ? SLUICE_REAL(fcntl64)(fd, cmd, arg) : SLUICE_REAL(fcntl)(fd, cmd, arg);
+    saved = errno;
 
     if (rc < 0 || !sluice_active())
         return rc;
@@ -416,6 +446,44 @@ SLUICE_EXPORT int fcntl64(int fd, int cmd, ...)
     void *arg = va_arg(ap, void *);
     va_end(ap);
     return wrap_fcntl(fd, cmd, arg, 1);
+}
+
+SLUICE_EXPORT int flock(int fd, int op)
+{
+    if (sluice_fd_known(fd)) {
+        int saved = errno;
+        sluice_fd_fallback(fd, SLUICE_FALLBACK_LOCK);
+        errno = saved;
+    }
+    return SLUICE_REAL(flock)(fd, op);
+}
+
+/* A mapping of a recorded file: counted, and the file leaves any mode
+ * that holds its bytes in memory (the kernel's pages are the truth now). */
+static void before_mmap(int fd)
+{
+    struct sluice_file *f;
+    int saved = errno;
+
+    if (fd < 0 || !sluice_active() || !(f = sluice_fd_get(fd)))
+        return;
+    uint64_t t = sluice_now();
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_MMAPS, t, t);
+    sluice_file_put(f);
+    sluice_fd_fallback(fd, SLUICE_FALLBACK_MMAP);
+    errno = saved;
+}
+
+SLUICE_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    before_mmap(fd);
+    return SLUICE_REAL(mmap)(addr, len, prot, flags, fd, off);
+}
+
+SLUICE_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+    before_mmap(fd);
+    return SLUICE_REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
 /* --------------------------------------------------------------- metadata */
@@ -457,75 +525,100 @@ static struct sluice_record *path_record(int dirfd, const char *path)
         return rc_;                                                        \
     } while (0)
 
+/* A path stat of a file this process buffers reports its logical size. */
+static int stat_fixup(int rc, struct stat *st)
+{
+    if (rc == 0 && buffer_active()) {
+        int saved = errno;
+        int64_t size = st->st_size;
+        buffer_stat_fixup(st->st_dev, st->st_ino, &size);
+        st->st_size = size;
+        errno = saved;
+    }
+    return rc;
+}
+
+static int statx_fixup(int rc, struct statx *stx)
+{
+    if (rc == 0 && buffer_active() && (stx->stx_mask & STATX_SIZE) && (stx->stx_mask & STATX_INO)) {
+        int saved = errno;
+        int64_t size = (int64_t)stx->stx_size;
+        buffer_stat_fixup(makedev(stx->stx_dev_major, stx->stx_dev_minor), stx->stx_ino, &size);
+        stx->stx_size = (uint64_t)size;
+        errno = saved;
+    }
+    return rc;
+}
+
 /* fstatat(fd, "", AT_EMPTY_PATH) is an fstat of fd. */
 #define IS_FD_STAT(path, flags) ((flags) & AT_EMPTY_PATH && (path) && (path)[0] == '\0')
 
 SLUICE_EXPORT int stat(const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(stat)(path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(stat)(path, st), st));
 }
 
 SLUICE_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(stat64)(path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(stat64)(path, st), (struct stat *)st));
 }
 
 SLUICE_EXPORT int lstat(const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(lstat)(path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(lstat)(path, st), st));
 }
 
 SLUICE_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(lstat64)(path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(lstat64)(path, st), (struct stat *)st));
 }
 
 SLUICE_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(fstatat)(dirfd, path, st, flags), sluice_file_fstat(f, st));
-    PATH_META(dirfd, path, POSIX_STATS, SLUICE_REAL(fstatat)(dirfd, path, st, flags));
+    PATH_META(dirfd, path, POSIX_STATS, stat_fixup(SLUICE_REAL(fstatat)(dirfd, path, st, flags), st));
 }
 
 SLUICE_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
     if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(fstatat64)(dirfd, path, st, flags), sluice_file_fstat(f, (struct stat *)st));
-    PATH_META(dirfd, path, POSIX_STATS, SLUICE_REAL(fstatat64)(dirfd, path, st, flags));
+    PATH_META(dirfd, path, POSIX_STATS, stat_fixup(SLUICE_REAL(fstatat64)(dirfd, path, st, flags), (struct stat *)st));
 }
 
 SLUICE_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(__xstat)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__xstat)(ver, path, st), st) : SLUICE_REAL(__xstat)(ver, path, st));
 }
 
 SLUICE_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(__xstat64)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__xstat64)(ver, path, st), (struct stat *)st) : SLUICE_REAL(__xstat64)(ver, path, st));
 }
 
 SLUICE_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(__lxstat)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__lxstat)(ver, path, st), st) : SLUICE_REAL(__lxstat)(ver, path, st));
 }
 
 SLUICE_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(__lxstat64)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__lxstat64)(ver, path, st), (struct stat *)st) : SLUICE_REAL(__lxstat64)(ver, path, st));
 }
 
 SLUICE_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
     if (ver == STAT_VER_LINUX && IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags), sluice_file_fstat(f, st));
-    PATH_META(dirfd, path, POSIX_STATS, SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags));
+    PATH_META(dirfd, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags), st) : SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags));
 }
 
 SLUICE_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
     if (ver == STAT_VER_LINUX && IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags), sluice_file_fstat(f, (struct stat *)st));
-    PATH_META(dirfd, path, POSIX_STATS, SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags));
+    PATH_META(dirfd, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags), (struct stat *)st) : SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags));
 }
 
 /* statx of a descriptor counts on the descriptor's record (the tiers have
@@ -555,7 +648,7 @@ SLUICE_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mas
 {
     if (sluice_active() && IS_FD_STAT(path, flags))
         return statx_fd(dirfd, path, flags, mask, stx);
-    PATH_META(dirfd, path, POSIX_STATS, SLUICE_REAL(statx)(dirfd, path, flags, mask, stx));
+    PATH_META(dirfd, path, POSIX_STATS, statx_fixup(SLUICE_REAL(statx)(dirfd, path, flags, mask, stx), stx));
 }
 
 SLUICE_EXPORT int access(const char *path, int mode)
@@ -607,4 +700,34 @@ SLUICE_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 SLUICE_EXPORT int rmdir(const char *path)
 {
     PATH_META(AT_FDCWD, path, POSIX_RMDIRS, SLUICE_REAL(rmdir)(path));
+}
+
+/* truncate(path) of a file this process buffers: every buffered byte
+ * first (they were written before the call), then what it knows of the
+ * file's size and contents changes with it. */
+static int wrap_truncate(const char *path, off_t len)
+{
+    struct stat st;
+    int rc;
+
+    if (buffer_active())
+        (void)sluice_tier_quiesce_buffers();
+    rc = SLUICE_REAL(truncate)(path, len);
+    if (rc == 0 && buffer_active()) {
+        int saved = errno;
+        if (SLUICE_REAL(stat)(path, &st) == 0)
+            buffer_path_truncated(st.st_dev, st.st_ino, len);
+        errno = saved;
+    }
+    return rc;
+}
+
+SLUICE_EXPORT int truncate(const char *path, off_t len)
+{
+    PATH_META(AT_FDCWD, path, POSIX_TRUNCATES, wrap_truncate(path, len));
+}
+
+SLUICE_EXPORT int truncate64(const char *path, off64_t len)
+{
+    PATH_META(AT_FDCWD, path, POSIX_TRUNCATES, wrap_truncate(path, len));
 }

@@ -27,6 +27,7 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 #include "core/file.h"
 #include "core/policy.h"
 #include "core/stream.h"
+#include "buffer/buffer.h"
 #include "interpose/interpose.h"
 
 /* Optimised builds define some of these as macros; we define the functions. */
@@ -41,14 +42,42 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 
 /* ------------------------------------------------------------------ open */
 
-static struct sluice_record *stream_path_record(const char *path)
+/* The STDIO record of path, or NULL; *mode: the path's I/O mode. */
+static struct sluice_record *stream_path_record(const char *path, enum sluice_mode *mode)
 {
     char abs[PATH_MAX];
 
+    *mode = SLUICE_MODE_PROFILE;
     if (!path || sluice_policy_skip_fast(path) ||
         sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
         return NULL;
+    *mode = sluice_policy_mode(abs);
     return sluice_record_get(SLUICE_MOD_STDIO, abs);
+}
+
+/* Buffer mode for a stream: glibc's stdio reaches the kernel through calls
+ * no wrapper sees, so the tier cannot coalesce them; instead glibc's own
+ * buffer grows to the write unit (within the buffer memory cap), and the
+ * stream's writes and reads reach the kernel in unit-sized pieces. Must run
+ * before the stream's first I/O. Returns the buffer given, or NULL. */
+static void *stream_enlarge_buffer(FILE *fp, enum sluice_mode mode, size_t *size)
+{
+    void *buf;
+
+    if (mode != SLUICE_MODE_BUFFER || !(buf = buffer_stream_alloc(size)))
+        return NULL;
+    if (setvbuf(fp, buf, _IOFBF, *size) != 0) {
+        buffer_stream_free(buf, *size);
+        return NULL;
+    }
+    return buf;
+}
+
+/* After glibc let go of the buffer (fclose, freopen). */
+static void stream_buffer_release(void *buf, size_t size)
+{
+    if (buf)
+        buffer_stream_free(buf, size);
 }
 
 /* Where a newly opened stream starts: at the end in append mode. */
@@ -64,6 +93,7 @@ static int64_t stream_start_pos(FILE *fp, const char *mode)
 static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
 {
     struct sluice_record *rec;
+    enum sluice_mode io_mode;
     int saved = errno;
     uint64_t t0;
     FILE *fp;
@@ -71,7 +101,7 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
     if (!sluice_active())
         return real(path, mode);
     sluice__guard++;
-    rec = stream_path_record(path);
+    rec = stream_path_record(path, &io_mode);
     t0 = sluice_now();
     fp = real(path, mode);
     if (rec) {
@@ -79,8 +109,10 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
             saved = errno;
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
+            size_t size = 0;
+            void *buf = stream_enlarge_buffer(fp, io_mode, &size);
             sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
-            sluice_stream_add(fp, rec, stream_start_pos(fp, mode));
+            sluice_stream_add(fp, rec, stream_start_pos(fp, mode), buf, size);
         }
     } else if (!fp) {
         saved = errno;
@@ -112,6 +144,11 @@ SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
     if (!sluice_active() || !(f = sluice_fd_get(fd)))
         return SLUICE_REAL(fdopen)(fd, mode);
     sluice__guard++;
+    /* The stream moves the descriptor's position behind our back. */
+    if (f->depth > 1) {
+        unsigned reason = SLUICE_FALLBACK_SHARED;
+        (void)sluice_tier_control(f, 0, SLUICE_CTL_FALLBACK, &reason);
+    }
     rec = sluice_record_get(SLUICE_MOD_STDIO, f->rec->path);
     t0 = sluice_now();
     fp = SLUICE_REAL(fdopen)(fd, mode);
@@ -120,7 +157,7 @@ SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
     if (rec && fp) {
         off_t pos = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
         sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
-        sluice_stream_add(fp, rec, pos);
+        sluice_stream_add(fp, rec, pos, NULL, 0);
     }
     sluice_file_put(f);
     sluice__guard--;
@@ -132,6 +169,9 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
                           FILE *(*real)(const char *, const char *, FILE *))
 {
     struct sluice_record *old, *rec;
+    enum sluice_mode io_mode = SLUICE_MODE_PROFILE;
+    void *old_buf;
+    size_t old_size = 0;
     int saved = errno;
     uint64_t t0;
     FILE *nfp;
@@ -139,10 +179,11 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
     if (!sluice_active())
         return real(path, mode, fp);
     sluice__guard++;
-    old = sluice_stream_remove(fp);
-    rec = path ? stream_path_record(path) : old;   /* NULL path: same file, new mode */
+    old = sluice_stream_remove(fp, &old_buf, &old_size);
+    rec = path ? stream_path_record(path, &io_mode) : old;   /* NULL path: same file, new mode */
     t0 = sluice_now();
     nfp = real(path, mode, fp);
+    stream_buffer_release(old_buf, old_size);
     if (old)
         sluice_count_close(old, SLUICE_SIDES_BOTH, t0, sluice_now());
     if (!nfp)
@@ -151,8 +192,10 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
         if (!nfp) {
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
+            size_t size = 0;
+            void *buf = stream_enlarge_buffer(nfp, io_mode, &size);
             sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
-            sluice_stream_add(nfp, rec, stream_start_pos(nfp, mode));
+            sluice_stream_add(nfp, rec, stream_start_pos(nfp, mode), buf, size);
         }
     }
     sluice__guard--;
@@ -173,6 +216,8 @@ SLUICE_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 SLUICE_EXPORT int fclose(FILE *fp)
 {
     struct sluice_record *rec;
+    void *buf;
+    size_t size = 0;
     int saved = errno, rc, fd;
     uint64_t t0;
 
@@ -180,9 +225,10 @@ SLUICE_EXPORT int fclose(FILE *fp)
         return SLUICE_REAL(fclose)(fp);
     /* A stream made by fdopen closes a descriptor we may be recording. */
     fd = fp ? fileno(fp) : -1;
-    rec = sluice_stream_remove(fp);
+    rec = sluice_stream_remove(fp, &buf, &size);
     t0 = sluice_now();
     rc = SLUICE_REAL(fclose)(fp);
+    stream_buffer_release(buf, size);
     if (rc != 0)
         saved = errno;
     if (rec) {

@@ -13,6 +13,7 @@ import click
 
 from sluice.errors import UserError
 from sluice.runner import MODES, job_id_from_env, mpi_rank, new_job_id, sluice_env
+from sluice.settings import RunSettings, load_config, parse_policy_item, parse_size
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -29,7 +30,8 @@ def _prepare_log_dir(log_dir: str) -> Path:
 
 
 def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
-        log_dir: str = "sluice-logs", job_id: str | None = None, quiet: bool = False) -> int:
+        log_dir: str = "sluice-logs", job_id: str | None = None, quiet: bool = False,
+        extra_env: dict[str, str] | None = None) -> int:
     """Run cmd under sluice; returns its exit status (128+N if killed by signal N)."""
     if not cmd:
         raise UserError("no command given: sluice run [OPTIONS] -- CMD [ARGS...]")
@@ -38,8 +40,11 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
         return 127
     d = _prepare_log_dir(log_dir)
     job = job_id or job_id_from_env() or new_job_id()
+    extra = dict(extra_env or {})
+    if quiet:
+        extra["SLUICE_QUIET"] = "1"
     env = sluice_env(dict(os.environ), mode=mode, paths=list(paths or []), log_dir=d, job_id=job,
-                     extra={"SLUICE_QUIET": "1"} if quiet else None)
+                     extra=extra)
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as e:
@@ -77,8 +82,18 @@ def _log_prefix(job: str) -> str:
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--mode", type=click.Choice(MODES), default="profile", show_default=True,
-              help="What sluice does to the I/O (this version: profile only).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="What sluice does to the I/O: profile (default; calls pass unchanged) or buffer "
+                   "(write-behind coalescing and read-ahead).")
+@click.option("--config", "config_file", default=lambda: os.environ.get("SLUICE_CONFIG"), metavar="FILE",
+              help="TOML file with mode, paths, [buffer] and [policy] (flags override it).")
+@click.option("--policy", "policy", multiple=True, metavar="PREFIX=MODE",
+              help="Mode for paths under PREFIX (repeatable; the longest prefix wins).")
+@click.option("--buffer-size", default=None, metavar="SIZE",
+              help="Buffer mode: write-behind unit [default: 4M, rounded to the stripe size].")
+@click.option("--readahead", default=None, metavar="SIZE", help="Buffer mode: read-ahead size; 0: none [4M].")
+@click.option("--buffer-memory", default=None, metavar="SIZE",
+              help="Buffer mode: memory cap per process [1/32 of RAM, 64M..1G].")
 @click.option("--path", "paths", multiple=True, metavar="PREFIX",
               help="Record only paths under PREFIX (repeatable; default: all but system paths).")
 @click.option("--log-dir", default=lambda: os.environ.get("SLUICE_LOG_DIR", "sluice-logs"),
@@ -86,8 +101,9 @@ def _log_prefix(job: str) -> str:
 @click.option("--job-id", default=None, help="Job identifier (default: the launcher's, else a new one).")
 @click.option("-q", "--quiet", is_flag=True, help="No messages from sluice.")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
-def command(mode: str, paths: tuple[str, ...], log_dir: str, job_id: str | None, quiet: bool,
-            cmd: tuple[str, ...]) -> None:
+def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], buffer_size: str | None,
+            readahead: str | None, buffer_memory: str | None, paths: tuple[str, ...], log_dir: str,
+            job_id: str | None, quiet: bool, cmd: tuple[str, ...]) -> None:
     """Run CMD unchanged under sluice and record its I/O on both sides.
 
     \b
@@ -95,4 +111,17 @@ def command(mode: str, paths: tuple[str, ...], log_dir: str, job_id: str | None,
     mpirun -np 4 sluice run -- ./sim        (one log per rank)
     sluice run -- mpirun -np 4 ./sim        (the same)
     """
-    sys.exit(run(list(cmd), mode=mode, paths=list(paths), log_dir=log_dir, job_id=job_id, quiet=quiet))
+    s = load_config(config_file) if config_file else RunSettings()
+    if mode:
+        s.mode = mode
+    if paths:
+        s.paths = list(paths)
+    if buffer_size is not None:
+        s.buffer_size = parse_size(buffer_size, "--buffer-size")
+    if readahead is not None:
+        s.readahead = parse_size(readahead, "--readahead")
+    if buffer_memory is not None:
+        s.buffer_memory = parse_size(buffer_memory, "--buffer-memory")
+    s.policy += [parse_policy_item(p) for p in policy]
+    sys.exit(run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
+                 extra_env=s.env()))

@@ -1,0 +1,107 @@
+/*
+ * Aggregated Collective Buffering (ACB): the engine shared by transparent
+ * aggregation of MPI-IO writes (`--mode acb`, src/mpi/) and the explicit API
+ * of libsluice-mpi (include/sluice/sluice_acb.h).
+ *
+ * Each rank keeps the writes it has not yet made visible as a list of
+ * (file offset, length, copy of the data): its pending writes. At a
+ * collective point (MPI_File_sync, close, set_size, sluice_acb_flush) every
+ * rank of the file's communicator calls sluice_acb_exchange(): the ranks send
+ * their pending bytes to a few aggregator ranks, each owning the stripes
+ * (file domains) `stripe index % aggregators`, and the aggregators write
+ * what they received as large contiguous writes. Bytes no rank wrote are
+ * never written (holes between runs stay holes).
+ *
+ * Memory: a rank holds its pending data (bounded by max_memory; beyond it
+ * the caller writes it out with sluice_acb_write_own() and stops
+ * aggregating); an aggregator additionally holds what it receives in one
+ * flush. Not thread-safe: one file is used by one thread at a time, as MPI-IO
+ * requires of collective calls.
+ */
+#ifndef SLUICE_ACB_ACB_H
+#define SLUICE_ACB_ACB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpi/pmpi.h"
+
+/* Tunables, from the environment and then MPI_Info hints (docs/acb.md). */
+struct sluice_acb_hints {
+    int64_t aggregators;   /* aggregator ranks; 0: one per node (capped by stripes touched) */
+    int64_t stripe_size;   /* bytes per file domain unit (the file system's stripe) */
+    int64_t write_size;    /* largest write an aggregator issues; writes end on multiples of it */
+    int64_t max_memory;    /* pending bytes a rank may hold per file before it stops aggregating */
+};
+
+#define SLUICE_ACB_DEFAULT_STRIPE (1 << 20)
+#define SLUICE_ACB_DEFAULT_WRITE (16 << 20)
+#define SLUICE_ACB_DEFAULT_MEMORY ((int64_t)1 << 30)
+
+/* Defaults for every field still 0, then overrides from info (may be
+ * MPI_INFO_NULL): cb_nodes / sluice_acb_aggregators, striping_unit /
+ * sluice_acb_stripe_size, sluice_acb_write_size, sluice_acb_max_memory. */
+void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info);
+
+/* One pending write. */
+struct sluice_acb_extent {
+    int64_t off, len;              /* file byte range */
+    const unsigned char *data;     /* len bytes, owned by the pending list */
+    uint64_t seq;                  /* program order: later writes win on overlap */
+};
+
+struct sluice_acb_chunk;
+
+struct sluice_acb_pending {
+    struct sluice_acb_extent *ext; /* in arrival order until normalised */
+    size_t n, cap;
+    struct sluice_acb_chunk *chunks; /* data storage, newest first */
+    int64_t bytes;                 /* sum of ext[].len */
+    uint64_t seq;                  /* next sequence number */
+};
+
+/* Room for len bytes at file offset off; the caller fills it. NULL when out
+ * of memory (nothing was added). */
+unsigned char *sluice_acb_pending_add(struct sluice_acb_pending *p, int64_t off, int64_t len);
+
+/* Add a write whose data stays owned by the caller until the list is
+ * cleared (an aggregator's receive buffer). 0 or -ENOMEM. */
+int sluice_acb_pending_add_ref(struct sluice_acb_pending *p, int64_t off, int64_t len, const unsigned char *data);
+
+/* 1 if [off, off + len) overlaps a pending write. */
+int sluice_acb_pending_overlaps(const struct sluice_acb_pending *p, int64_t off, int64_t len);
+
+/* Sort by offset and resolve overlaps (the later write wins), so that the
+ * extents are disjoint and ascending. 0 or -ENOMEM. */
+int sluice_acb_pending_normalize(struct sluice_acb_pending *p);
+
+/* Drop every pending write and free the data. */
+void sluice_acb_pending_clear(struct sluice_acb_pending *p);
+
+/* How the engine writes: len bytes at byte offset off of the file. Returns
+ * MPI_SUCCESS or an MPI error code. */
+struct sluice_acb_writer {
+    int (*write_at)(void *ctx, int64_t off, const void *buf, int64_t len);
+    void *ctx;
+};
+
+struct sluice_acb_stats {
+    int64_t writes;                /* writes this rank issued */
+    int64_t bytes;                 /* bytes they carried */
+};
+
+/* Collective over comm: exchange every rank's pending writes and let the
+ * aggregators write them; the pending list is empty afterwards. Returns
+ * MPI_SUCCESS on every rank, or the same MPI error code on every rank when
+ * any write failed. The call returns only after every aggregator finished,
+ * so the data is visible to all ranks (MPI's sync-barrier-sync). */
+int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struct sluice_acb_hints *h,
+                     const struct sluice_acb_writer *w, struct sluice_acb_stats *st);
+
+/* Independent: write this rank's own pending writes, coalesced into runs,
+ * and empty the list (the memory-cap and atomic-mode fallbacks, reads of
+ * pending ranges). MPI_SUCCESS or the first write's error. */
+int sluice_acb_write_own(struct sluice_acb_pending *p, const struct sluice_acb_hints *h,
+                         const struct sluice_acb_writer *w, struct sluice_acb_stats *st);
+
+#endif

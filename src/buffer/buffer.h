@@ -1,0 +1,31 @@
+/*
+ * What the rest of the library asks of buffer mode outside the tier
+ * interface: path calls (stat, truncate) that must see or change a file
+ * this process is buffering.
+ */
+#ifndef SLUICE_BUFFER_BUFFER_H
+#define SLUICE_BUFFER_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Every buffered byte of every file on the file system, in order. */
+int sluice_tier_quiesce_buffers(void);
+
+/* *size is what the file system reported for (dev, ino): make it the
+ * logical size when this process holds bytes beyond it. */
+void buffer_stat_fixup(dev_t dev, ino_t ino, int64_t *size);
+
+/* truncate(path) changed (dev, ino) to len (after a quiesce). */
+void buffer_path_truncated(dev_t dev, ino_t ino, int64_t len);
+
+/* A stdio stream buffer of the configured unit, reserved from the buffer
+ * memory cap; NULL (keep glibc's) when the cap or the setting says no. */
+void *buffer_stream_alloc(size_t *size);
+void buffer_stream_free(void *buf, size_t size);
+
+/* 1 when any file is buffered (path calls may need the two above). */
+int buffer_active(void);
+
+#endif

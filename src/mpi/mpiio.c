@@ -1,0 +1,683 @@
+/*
+ * MPI-IO through the profiling interface: the MPIIO module's counters, and
+ * transparent aggregation (--mode acb) of the writes of files opened with
+ * MPI_File_open.
+ *
+ * libsluice.so defines the MPI_File_* functions of mpiio.def without linking
+ * to libmpi: a serial program never calls them, and in an MPI program each
+ * wrapper calls the next definition of its own name (normally libmpi's),
+ * found with dlsym when first needed; sluice's own MPI work goes through
+ * PMPI_* (mpi/pmpi.h). Open files are kept in a short list looked up by
+ * handle under one mutex: MPI-IO calls are few and large next to that cost.
+ *
+ * Sides: in profile mode both sides count the same call. For a file that
+ * aggregates, the app side counts the program's calls and the fs side what
+ * sluice issued to MPI-IO below it: the aggregators' large writes on a
+ * private handle (opened on MPI_COMM_SELF, counted as independent opens and
+ * writes), and every call passed through.
+ *
+ * Consistency (docs/acb.md): MPI's default, non-atomic mode makes a rank's
+ * writes visible to others only after MPI_File_sync or close, both
+ * collective; sluice keeps writes pending until then. A rank reading a range
+ * it has pending writes for first writes its own pending data. Atomic mode,
+ * an undecodable view or more than SLUICE_ACB_MAX_MEMORY pending turn the
+ * file (on that rank) to pass-through, counted in MPIIO_FALLBACKS.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acb/acb.h"
+#include "acb/view.h"
+#include "common/clock.h"
+#include "common/pathnorm.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/policy.h"
+#include "core/record.h"
+#include "interpose/interpose.h"
+#include "mpi/pmpi.h"
+
+/* ---- next definitions ---- */
+
+struct mpiio_next {
+#define SLUICE_MPIIO(name, params) int (*name) params;
+#include "mpi/mpiio.def"
+};
+
+static struct mpiio_next next;
+
+static void *resolve_next(void **slot, const char *name)
+{
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    void *lib;
+
+    if (!p) {
+        p = dlsym(RTLD_NEXT, name);
+        if (!p && (lib = sluice_pmpi_library()) != NULL)
+            p = dlsym(lib, name);
+        __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+/* The next MPI_<name>; a program calling it has libmpi loaded, so it exists. */
+#define NEXT(name) ((__typeof__(next.name))resolve_next((void **)&next.name, "MPI_" #name))
+
+/* ---- open files ---- */
+
+struct mpiio_file {
+    struct mpiio_file *next;
+    MPI_File fh;                   /* the program's handle */
+    struct sluice_record *rec;     /* MPIIO record of the path */
+    int aggregating;               /* opened under --mode acb: flushes are collective */
+    int passthru;                  /* this rank stopped aggregating (fallback) */
+    MPI_Comm comm;                 /* private duplicate of the open's communicator */
+    struct sluice_acb_hints hints;
+    struct sluice_acb_pending pending;
+    int64_t disp, etype_size;      /* the file view */
+    struct sluice_acb_flat view;   /* its filetype; n == 0: plain bytes */
+    MPI_File raw;                  /* aggregator's handle (MPI_COMM_SELF, default view) */
+    char *name;                    /* the file name as the program gave it */
+};
+
+static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mpiio_file *files;
+
+static struct mpiio_file *file_find(MPI_File fh)
+{
+    struct mpiio_file *f;
+
+    if (!sluice_active() || !files)
+        return NULL;
+    pthread_mutex_lock(&files_lock);
+    for (f = files; f && f->fh != fh; f = f->next)
+        ;
+    pthread_mutex_unlock(&files_lock);
+    return f;
+}
+
+static void file_unlink(struct mpiio_file *f)
+{
+    pthread_mutex_lock(&files_lock);
+    for (struct mpiio_file **p = &files; *p; p = &(*p)->next)
+        if (*p == f) {
+            *p = f->next;
+            break;
+        }
+    pthread_mutex_unlock(&files_lock);
+}
+
+/* ---- counting ---- */
+
+static int64_t type_bytes(int count, MPI_Datatype t)
+{
+    MPI_Count size = 0;
+
+    if (count <= 0 || SLUICE_PMPI(Type_size_x)(t, &size) != MPI_SUCCESS)
+        return 0;
+    return (int64_t)count * (int64_t)size;
+}
+
+static void count_io(struct mpiio_file *f, unsigned sides, enum sluice_access kind, int counter, int64_t n,
+                     int rc, uint64_t t0)
+{
+    uint64_t t1 = sluice_now();
+
+    if (rc == MPI_SUCCESS)
+        sluice_count_rw_as(f->rec, sides, kind, counter, -1, n, t0, t1);
+    else
+        sluice_count_error(f->rec, sides);
+}
+
+static void count_other(struct mpiio_file *f, int counter, int rc, uint64_t t0)
+{
+    if (rc == MPI_SUCCESS)
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, counter, t0, sluice_now());
+    else
+        sluice_count_error(f->rec, SLUICE_SIDES_BOTH);
+}
+
+/* ---- aggregation ---- */
+
+/* Whether a file opened with this access mode aggregates: the one place the
+ * mode is decided. */
+static int acb_wanted(const char *abs_path, int amode)
+{
+    (void)abs_path;
+    return strcmp(sluice_cfg.mode, "acb") == 0 && (amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) &&
+           !(amode & MPI_MODE_SEQUENTIAL);
+}
+
+/* The engine's writer: the aggregator's own handle, opened on first use. */
+static int raw_write(void *ctx, int64_t off, const void *buf, int64_t len)
+{
+    struct mpiio_file *f = ctx;
+    uint64_t t0 = sluice_now();
+    int rc;
+
+    if (f->raw == SLUICE_MPI_FILE_NULL) {
+        rc = SLUICE_PMPI(File_open)(SLUICE_MPI_COMM_SELF, f->name, MPI_MODE_WRONLY, SLUICE_MPI_INFO_NULL, &f->raw);
+        if (rc != MPI_SUCCESS) {
+            f->raw = SLUICE_MPI_FILE_NULL;
+            sluice_count_error(f->rec, SLUICE_SIDES_FS);
+            return rc;
+        }
+        sluice_count_open_as(f->rec, SLUICE_SIDES_FS, MPIIO_INDEP_OPENS, t0, sluice_now());
+        t0 = sluice_now();
+    }
+    rc = SLUICE_PMPI(File_write_at)(f->raw, off, buf, (int)len, SLUICE_MPI_BYTE, MPI_STATUS_IGNORE);
+    count_io(f, SLUICE_SIDES_FS, SLUICE_WRITE, MPIIO_INDEP_WRITES, len, rc, t0);
+    return rc;
+}
+
+static int write_own(struct mpiio_file *f)
+{
+    struct sluice_acb_writer w = {raw_write, f};
+    struct sluice_acb_stats st = {0};
+
+    return f->pending.n ? sluice_acb_write_own(&f->pending, &f->hints, &w, &st) : MPI_SUCCESS;
+}
+
+/* Collective over the file's communicator. */
+static int acb_flush(struct mpiio_file *f)
+{
+    struct sluice_acb_writer w = {raw_write, f};
+    struct sluice_acb_stats st = {0};
+    uint64_t t0 = sluice_now();
+    int rc = sluice_acb_exchange(&f->pending, f->comm, &f->hints, &w, &st);
+
+    sluice_count_meta(f->rec, SLUICE_SIDES_FS, MPIIO_ACB_FLUSHES, t0, t0);
+    return rc;
+}
+
+/* This rank stops aggregating this file: its pending data goes out now. */
+static void fall_back(struct mpiio_file *f)
+{
+    uint64_t t0 = sluice_now();
+
+    (void)write_own(f);
+    f->passthru = 1;
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_FALLBACKS, t0, t0);
+}
+
+/* Where the data of an access starts in the view's stream of bytes. */
+static int stream_pos(struct mpiio_file *f, const MPI_Offset *explicit_off, int64_t *pos)
+{
+    MPI_Offset p;
+
+    if (explicit_off) {
+        *pos = (int64_t)*explicit_off * f->etype_size;
+        return 0;
+    }
+    if (SLUICE_PMPI(File_get_position)(f->fh, &p) != MPI_SUCCESS)
+        return -1;
+    *pos = (int64_t)p * f->etype_size;
+    return 0;
+}
+
+struct add_ctx {
+    struct mpiio_file *f;
+    const unsigned char *src;
+};
+
+static int add_piece(void *ctx, int64_t file_off, int64_t len, int64_t data_off)
+{
+    struct add_ctx *a = ctx;
+    unsigned char *dst = sluice_acb_pending_add(&a->f->pending, file_off, len);
+
+    if (!dst)
+        return -ENOMEM;
+    memcpy(dst, a->src + data_off, (size_t)len);
+    return 0;
+}
+
+static int overlap_piece(void *ctx, int64_t file_off, int64_t len, int64_t data_off)
+{
+    (void)data_off;
+    return sluice_acb_pending_overlaps(ctx, file_off, len);
+}
+
+static int view_map(struct mpiio_file *f, int64_t pos, int64_t n,
+                    int (*piece)(void *, int64_t, int64_t, int64_t), void *ctx)
+{
+    if (f->view.n == 0)
+        return piece(ctx, f->disp + pos, n, 0);
+    return sluice_acb_view_map(&f->view, f->disp, pos, n, piece, ctx);
+}
+
+static void set_status(MPI_Status *st, int64_t n)
+{
+    if (st != MPI_STATUS_IGNORE)
+        SLUICE_PMPI(Status_set_elements_x)(st, SLUICE_MPI_BYTE, (MPI_Count)n);
+}
+
+/* Keep a blocking write pending. Returns 1 if it did (and *rc is the
+ * write's result), 0 if the write must go to MPI-IO. */
+static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const void *buf, int count,
+                     MPI_Datatype t, MPI_Status *st, int *rc)
+{
+    int64_t n = type_bytes(count, t), pos;
+    MPI_Count lb, extent;
+    int ni, na, nd, comb, packed = 0;
+    const unsigned char *src = buf;
+    struct add_ctx a = {f, NULL};
+
+    if (!f->aggregating || f->passthru || count < 0 || stream_pos(f, explicit_off, &pos) != 0)
+        return 0;
+    if (n > INT_MAX || f->pending.bytes + n > f->hints.max_memory) {
+        fall_back(f);
+        return 0;
+    }
+    if (n > 0) {
+        /* A named type with no padding is its own packed form. */
+        if (SLUICE_PMPI(Type_get_envelope)(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
+            SLUICE_PMPI(Type_get_extent_x)(t, &lb, &extent) != MPI_SUCCESS ||
+            comb != MPI_COMBINER_NAMED || extent * count != n) {
+            unsigned char *tmp = malloc((size_t)n);
+            int where = 0;
+            if (!tmp || SLUICE_PMPI(Pack)(buf, count, t, tmp, (int)n, &where, SLUICE_MPI_COMM_SELF) != MPI_SUCCESS) {
+                free(tmp);
+                fall_back(f);
+                return 0;
+            }
+            src = tmp;
+            packed = 1;
+        }
+        a.src = src;
+        if (view_map(f, pos, n, add_piece, &a) != 0) {
+            if (packed)
+                free((void *)src);
+            fall_back(f);
+            return 0;
+        }
+        if (packed)
+            free((void *)src);
+    }
+    if (!explicit_off)
+        SLUICE_PMPI(File_seek)(f->fh, (MPI_Offset)((pos + n) / f->etype_size), MPI_SEEK_SET);
+    set_status(st, n);
+    *rc = MPI_SUCCESS;
+    return 1;
+}
+
+/* Before a read: a rank reads its own pending writes, so they go out first. */
+static void acb_before_read(struct mpiio_file *f, const MPI_Offset *explicit_off, int count, MPI_Datatype t)
+{
+    int64_t pos, n = type_bytes(count, t);
+
+    if (!f->pending.n || n == 0)
+        return;
+    if (stream_pos(f, explicit_off, &pos) != 0 || view_map(f, pos, n, overlap_piece, &f->pending) != 0)
+        (void)write_own(f);
+}
+
+/* Accesses sluice does not keep (shared pointer, non-blocking): after this
+ * rank's pending writes, in program order. */
+static void acb_before_passthru(struct mpiio_file *f)
+{
+    if (f->pending.n)
+        (void)write_own(f);
+}
+
+static void file_free(struct mpiio_file *f)
+{
+    sluice_acb_pending_clear(&f->pending);
+    sluice_acb_flat_free(&f->view);
+    free(f->name);
+    free(f);
+}
+
+/* ---- open, close, sync, view ---- */
+
+static struct sluice_record *record_for(const char *name)
+{
+    char abs[PATH_MAX];
+    const char *colon = strchr(name, ':'), *slash = strchr(name, '/');
+
+    /* ROMIO-style file-system prefixes: "ufs:/path", "lustre:/path". */
+    if (colon && colon - name > 1 && (!slash || colon < slash))
+        name = colon + 1;
+    if (sluice_policy_skip_fast(name) || sluice_path_absolute(AT_FDCWD, name, abs, sizeof abs) != 0 ||
+        !sluice_policy_records(abs))
+        return NULL;
+    return sluice_record_get(SLUICE_MOD_MPIIO, abs);
+}
+
+SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+{
+    struct sluice_record *rec;
+    struct mpiio_file *f;
+    uint64_t t0;
+    int rc, nprocs = 1;
+
+    if (!sluice_active() || !filename || sluice_pmpi_load() != 0 || (rec = record_for(filename)) == NULL)
+        return NEXT(File_open)(comm, filename, amode, info, fh);
+    t0 = sluice_now();
+    rc = NEXT(File_open)(comm, filename, amode, info, fh);
+    SLUICE_PMPI(Comm_size)(comm, &nprocs);
+    if (rc != MPI_SUCCESS) {
+        sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        return rc;
+    }
+    sluice_count_open_as(rec, SLUICE_SIDES_BOTH, nprocs > 1 ? MPIIO_COLL_OPENS : MPIIO_INDEP_OPENS, t0, sluice_now());
+    if ((f = calloc(1, sizeof *f)) == NULL || (f->name = strdup(filename)) == NULL) {
+        free(f);
+        return rc;   /* unrecorded from here on: never fail the program's open */
+    }
+    f->fh = *fh;
+    f->rec = rec;
+    f->etype_size = 1;
+    f->raw = SLUICE_MPI_FILE_NULL;
+    f->comm = SLUICE_MPI_COMM_NULL;
+    if (acb_wanted(rec->path, amode)) {
+        /* Every rank decides alike (same mode, same amode), so the flushes match. */
+        f->hints = (struct sluice_acb_hints){.aggregators = sluice_cfg.acb_aggregators,
+                                             .stripe_size = sluice_cfg.acb_stripe_size,
+                                             .write_size = sluice_cfg.acb_write_size,
+                                             .max_memory = sluice_cfg.acb_max_memory};
+        sluice_acb_hints_apply(&f->hints, info);
+        if (SLUICE_PMPI(Comm_dup)(comm, &f->comm) == MPI_SUCCESS) {
+            f->aggregating = 1;
+            sluice_record_split_sides(rec);
+        }
+    }
+    pthread_mutex_lock(&files_lock);
+    f->next = files;
+    files = f;
+    pthread_mutex_unlock(&files_lock);
+    return rc;
+}
+
+SLUICE_EXPORT int MPI_File_close(MPI_File *fh)
+{
+    struct mpiio_file *f = fh ? file_find(*fh) : NULL;
+    uint64_t t0;
+    int rc, flush_rc = MPI_SUCCESS;
+
+    if (!f)
+        return NEXT(File_close)(fh);
+    t0 = sluice_now();
+    file_unlink(f);
+    if (f->aggregating) {
+        flush_rc = acb_flush(f);
+        if (f->raw != SLUICE_MPI_FILE_NULL) {
+            uint64_t c0 = sluice_now();
+            SLUICE_PMPI(File_close)(&f->raw);
+            sluice_count_close(f->rec, SLUICE_SIDES_FS, c0, sluice_now());
+        }
+        SLUICE_PMPI(Comm_free)(&f->comm);
+    }
+    rc = NEXT(File_close)(fh);
+    if (rc == MPI_SUCCESS)
+        sluice_count_close(f->rec, SLUICE_SIDES_BOTH, t0, sluice_now());
+    else
+        sluice_count_error(f->rec, SLUICE_SIDES_BOTH);
+    file_free(f);
+    return flush_rc != MPI_SUCCESS ? flush_rc : rc;
+}
+
+SLUICE_EXPORT int MPI_File_sync(MPI_File fh)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc, flush_rc = MPI_SUCCESS;
+
+    if (!f)
+        return NEXT(File_sync)(fh);
+    t0 = sluice_now();
+    if (f->aggregating) {
+        flush_rc = acb_flush(f);
+        if (f->raw != SLUICE_MPI_FILE_NULL) {
+            uint64_t s0 = sluice_now();
+            int src = SLUICE_PMPI(File_sync)(f->raw);
+            if (src == MPI_SUCCESS)
+                sluice_count_sync(f->rec, SLUICE_SIDES_FS, MPIIO_SYNCS, s0, sluice_now());
+            else if (flush_rc == MPI_SUCCESS)
+                flush_rc = src;
+        }
+    }
+    rc = NEXT(File_sync)(fh);
+    if (rc == MPI_SUCCESS)
+        sluice_count_sync(f->rec, SLUICE_SIDES_BOTH, MPIIO_SYNCS, t0, sluice_now());
+    else
+        sluice_count_error(f->rec, SLUICE_SIDES_BOTH);
+    return flush_rc != MPI_SUCCESS ? flush_rc : rc;
+}
+
+SLUICE_EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                                    const char *datarep, MPI_Info info)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc;
+
+    if (!f)
+        return NEXT(File_set_view)(fh, disp, etype, filetype, datarep, info);
+    t0 = sluice_now();
+    rc = NEXT(File_set_view)(fh, disp, etype, filetype, datarep, info);
+    count_other(f, MPIIO_VIEWS, rc, t0);
+    if (rc == MPI_SUCCESS && f->aggregating && !f->passthru) {
+        struct sluice_acb_flat view = {0};
+        int64_t esize = type_bytes(1, etype);
+        int native = datarep && strcmp(datarep, "native") == 0;
+        if (!native || esize <= 0 || sluice_acb_flatten(filetype, &view) != 0) {
+            fall_back(f);
+            return rc;
+        }
+        sluice_acb_flat_free(&f->view);
+        if (sluice_acb_flat_contiguous(&view))
+            sluice_acb_flat_free(&view);   /* plain bytes from disp */
+        f->view = view;
+        f->disp = disp;
+        f->etype_size = esize;
+    }
+    return rc;
+}
+
+SLUICE_EXPORT int MPI_File_set_atomicity(MPI_File fh, int flag)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc;
+
+    if (!f)
+        return NEXT(File_set_atomicity)(fh, flag);
+    t0 = sluice_now();
+    /* Atomic mode promises every write is visible at once: stop keeping them. */
+    if (flag && f->aggregating && !f->passthru) {
+        (void)acb_flush(f);
+        f->passthru = 1;
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_FALLBACKS, t0, t0);
+    }
+    rc = NEXT(File_set_atomicity)(fh, flag);
+    count_other(f, -1, rc, t0);
+    return rc;
+}
+
+/* set_size and preallocate are collective: the pending writes go first, in
+ * program order, so that a size set after them is the size that stays. */
+SLUICE_EXPORT int MPI_File_set_size(MPI_File fh, MPI_Offset size)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc;
+
+    if (!f)
+        return NEXT(File_set_size)(fh, size);
+    t0 = sluice_now();
+    if (f->aggregating)
+        (void)acb_flush(f);
+    rc = NEXT(File_set_size)(fh, size);
+    count_other(f, -1, rc, t0);
+    return rc;
+}
+
+SLUICE_EXPORT int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc;
+
+    if (!f)
+        return NEXT(File_preallocate)(fh, size);
+    t0 = sluice_now();
+    if (f->aggregating)
+        (void)acb_flush(f);
+    rc = NEXT(File_preallocate)(fh, size);
+    count_other(f, -1, rc, t0);
+    return rc;
+}
+
+/* The size includes this rank's own pending writes (others' are not visible
+ * before a sync, as without sluice). */
+SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc;
+
+    if (!f)
+        return NEXT(File_get_size)(fh, size);
+    t0 = sluice_now();
+    rc = NEXT(File_get_size)(fh, size);
+    if (rc == MPI_SUCCESS)
+        for (size_t i = 0; i < f->pending.n; i++)
+            if (f->pending.ext[i].off + f->pending.ext[i].len > *size)
+                *size = f->pending.ext[i].off + f->pending.ext[i].len;
+    count_other(f, -1, rc, t0);
+    return rc;
+}
+
+/* ---- data ---- */
+
+/* A blocking read: pending writes it overlaps go out first. */
+#define READ_BODY(name, off_ptr, counter, ...)                                                   \
+    struct mpiio_file *f = file_find(fh);                                                        \
+    uint64_t t0;                                                                                 \
+    int rc;                                                                                      \
+    if (!f)                                                                                      \
+        return NEXT(name)(__VA_ARGS__);                                                          \
+    t0 = sluice_now();                                                                           \
+    acb_before_read(f, off_ptr, count, t);                                                       \
+    rc = NEXT(name)(__VA_ARGS__);                                                                \
+    count_io(f, SLUICE_SIDES_BOTH, SLUICE_READ, counter, type_bytes(count, t), rc, t0);          \
+    return rc;
+
+/* A blocking write: kept pending when the file aggregates, else passed on. */
+#define WRITE_BODY(name, off_ptr, counter, ...)                                                  \
+    struct mpiio_file *f = file_find(fh);                                                        \
+    uint64_t t0;                                                                                 \
+    int rc;                                                                                      \
+    if (!f)                                                                                      \
+        return NEXT(name)(__VA_ARGS__);                                                          \
+    t0 = sluice_now();                                                                           \
+    if (acb_write(f, off_ptr, buf, count, t, st, &rc)) {                                         \
+        count_io(f, SLUICE_SIDES_APP, SLUICE_WRITE, counter, type_bytes(count, t), rc, t0);      \
+        return rc;                                                                               \
+    }                                                                                            \
+    rc = NEXT(name)(__VA_ARGS__);                                                                \
+    count_io(f, SLUICE_SIDES_BOTH, SLUICE_WRITE, counter, type_bytes(count, t), rc, t0);         \
+    return rc;
+
+/* Calls that always go to MPI-IO, after this rank's pending writes. */
+#define PASS_BODY(name, kind, counter, ...)                                                      \
+    struct mpiio_file *f = file_find(fh);                                                        \
+    uint64_t t0;                                                                                 \
+    int rc;                                                                                      \
+    if (!f)                                                                                      \
+        return NEXT(name)(__VA_ARGS__);                                                          \
+    t0 = sluice_now();                                                                           \
+    acb_before_passthru(f);                                                                      \
+    rc = NEXT(name)(__VA_ARGS__);                                                                \
+    count_io(f, SLUICE_SIDES_BOTH, kind, counter, type_bytes(count, t), rc, t0);                 \
+    return rc;
+
+SLUICE_EXPORT int MPI_File_read_at(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    READ_BODY(File_read_at, &off, MPIIO_INDEP_READS, fh, off, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_read_at_all(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t,
+                                       MPI_Status *st)
+{
+    READ_BODY(File_read_at_all, &off, MPIIO_COLL_READS, fh, off, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    READ_BODY(File_read, NULL, MPIIO_INDEP_READS, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    READ_BODY(File_read_all, NULL, MPIIO_COLL_READS, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_write_at(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
+                                    MPI_Status *st)
+{
+    WRITE_BODY(File_write_at, &off, MPIIO_INDEP_WRITES, fh, off, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_write_at_all(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
+                                        MPI_Status *st)
+{
+    WRITE_BODY(File_write_at_all, &off, MPIIO_COLL_WRITES, fh, off, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    WRITE_BODY(File_write, NULL, MPIIO_INDEP_WRITES, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    WRITE_BODY(File_write_all, NULL, MPIIO_COLL_WRITES, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    PASS_BODY(File_read_shared, SLUICE_READ, MPIIO_INDEP_READS, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    PASS_BODY(File_read_ordered, SLUICE_READ, MPIIO_COLL_READS, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    PASS_BODY(File_write_shared, SLUICE_WRITE, MPIIO_SHARED_WRITES, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
+{
+    PASS_BODY(File_write_ordered, SLUICE_WRITE, MPIIO_SHARED_WRITES, fh, buf, count, t, st)
+}
+
+SLUICE_EXPORT int MPI_File_iread_at(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t,
+                                    MPI_Request *req)
+{
+    PASS_BODY(File_iread_at, SLUICE_READ, MPIIO_NB_READS, fh, off, buf, count, t, req)
+}
+
+SLUICE_EXPORT int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Request *req)
+{
+    PASS_BODY(File_iread, SLUICE_READ, MPIIO_NB_READS, fh, buf, count, t, req)
+}
+
+SLUICE_EXPORT int MPI_File_iwrite_at(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
+                                     MPI_Request *req)
+{
+    PASS_BODY(File_iwrite_at, SLUICE_WRITE, MPIIO_NB_WRITES, fh, off, buf, count, t, req)
+}
+
+SLUICE_EXPORT int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Request *req)
+{
+    PASS_BODY(File_iwrite, SLUICE_WRITE, MPIIO_NB_WRITES, fh, buf, count, t, req)
+}

@@ -1,0 +1,939 @@
+/*
+ * The buffer tier (`--mode buffer`): write-behind coalescing and read-ahead
+ * for any program, as Cray IOBUF did for some.
+ *
+ * Small writes gather in a per-file window (buffer/window.h) spanning one
+ * write unit (buffer/unit.h); a window the program has filled, or left for
+ * another part of the file, goes to the background flusher and reaches the
+ * file system as one aligned write. Sequential small reads are served from
+ * a read-ahead cache filled by large reads. The state is per inode
+ * (buffer/inode.h), so every descriptor of a file sees every byte written
+ * through any other, and the tier keeps the file position itself.
+ *
+ * Durability points: fsync, fdatasync, close (buffers reach the file system
+ * before they return), and before fork, exec and exit. A write error met
+ * by a background flush is returned at the file's next write, read, fsync
+ * or close, once, as the kernel reports deferred write errors.
+ *
+ * What it cannot keep correct goes straight through, counted in the
+ * profile (POSIX_FALLBACK_*): mmap, O_DIRECT/O_SYNC/O_DSYNC, record locks,
+ * descriptors shared with another process or a stdio stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buffer/budget.h"
+#include "buffer/buffer.h"
+#include "buffer/flusher.h"
+#include "buffer/inode.h"
+#include "buffer/unit.h"
+#include "buffer/window.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/file.h"
+#include "interpose/real.h"
+
+#define MIB (1024 * 1024)
+
+static int64_t readahead_size;
+
+static int buffer_init(void)
+{
+    int64_t cap = sluice_cfg.buffer_memory;
+
+    if (cap <= 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        cap = pages > 0 && psz > 0 ? (int64_t)pages * psz / 32 : 256 * MIB;
+        if (cap < 64 * MIB)
+            cap = 64 * MIB;
+        if (cap > 1024 * MIB)
+            cap = 1024 * MIB;
+    }
+    budget_init(cap);
+    readahead_size = sluice_cfg.readahead;
+    return 0;
+}
+
+static inline struct buffer_desc *desc_of(struct sluice_file *f, int level)
+{
+    return f->tier_state[level];
+}
+
+/* ------------------------------------------------------------ fallbacks */
+
+static const int fallback_counter[] = {
+    [0] = POSIX_FALLBACK_MMAP, [1] = POSIX_FALLBACK_DIRECT, [2] = POSIX_FALLBACK_LOCK,
+    [3] = POSIX_FALLBACK_SHARED, [4] = POSIX_FALLBACK_MEMORY,
+};
+
+static void count_fallback(struct sluice_file *f, unsigned reason)
+{
+    uint64_t t = sluice_now();
+
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACKS, t, t);
+    for (unsigned i = 0; i < sizeof fallback_counter / sizeof *fallback_counter; i++)
+        if (reason & (1u << i))
+            sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, fallback_counter[i], t, t);
+}
+
+/* Put the kernel's position of d's descriptor where the application's is:
+ * whatever uses the descriptor without us next (a forked child, the next
+ * program image, stdio) starts from there. */
+static void desc_sync_position(struct buffer_desc *d)
+{
+    struct sluice_file *f = d->file;
+
+    /* O_APPEND too: reads use the position, and our appends moved it. */
+    (void)SLUICE_REAL(lseek)(f->fd, (off_t)atomic_load(&f->pos), SEEK_SET);
+}
+
+/* Reasons for d to go straight through; 0 when buffered. */
+static unsigned desc_fallback(struct sluice_file *f, struct buffer_desc *d)
+{
+    if (!d->ino)
+        return ~0u;
+    if (f->fork_gen != sluice_fork_gen && !(d->fallback & BUFFER_FALLBACK_SHARED)) {
+        /* Shared with a forked process: its position is the kernel's now
+         * (quiesce put it right before the fork). */
+        d->fallback |= BUFFER_FALLBACK_SHARED;
+        count_fallback(f, BUFFER_FALLBACK_SHARED);
+    }
+    return d->fallback | d->ino->fallback;
+}
+
+/* ------------------------------------------------------------ inode helpers (ino->lock held) */
+
+static void wait_inflight(struct buffer_inode *ino)
+{
+    while (ino->inflight > 0)
+        pthread_cond_wait(&ino->idle, &ino->lock);
+}
+
+static int has_pending(const struct buffer_inode *ino)
+{
+    return ino->inflight > 0 || !window_empty(&ino->win);
+}
+
+/* Every buffered byte of ino on the file system, in order. */
+static void flush_sync(struct buffer_inode *ino)
+{
+    int64_t end;
+
+    wait_inflight(ino);
+    if (!window_empty(&ino->win)) {
+        int err = flush_window(ino->win_file, ino->win_level, &ino->win, ino->win_append, &end, 0);
+        flusher_account(ino, err, end);
+    }
+    ino->win.next = 0;
+    window_free(&ino->win, budget_reserve);
+    if (ino->win_file) {
+        sluice_file_put(ino->win_file);
+        ino->win_file = NULL;
+    }
+    ino->pending_end = 0;
+}
+
+/* The deferred write error, reported once. */
+static int take_error(struct buffer_inode *ino)
+{
+    int err = ino->error;
+    ino->error = 0;
+    return err;
+}
+
+static int64_t logical_size(const struct buffer_inode *ino, int64_t fs_size)
+{
+    return has_pending(ino) && ino->pending_end > fs_size ? ino->pending_end : fs_size;
+}
+
+static int ranges_overlap(int64_t a, int64_t an, int64_t b, int64_t bn)
+{
+    return a < b + bn && b < a + an;
+}
+
+/* Keep the read-ahead cache equal to the file after a write. */
+static void ra_update(struct buffer_inode *ino, const unsigned char *buf, int64_t off, int64_t n)
+{
+    int64_t s, e;
+
+    if (!ino->ra_len || !ranges_overlap(off, n, ino->ra_off, ino->ra_len))
+        return;
+    s = off > ino->ra_off ? off : ino->ra_off;
+    e = off + n < ino->ra_off + ino->ra_len ? off + n : ino->ra_off + ino->ra_len;
+    memcpy(ino->ra + (s - ino->ra_off), buf + (s - off), (size_t)(e - s));
+}
+
+/* ------------------------------------------------------------ memory pressure */
+
+struct evict_scan {
+    struct buffer_inode *self;
+    struct buffer_inode *cand[64];
+    int n;
+};
+
+static void evict_collect(struct buffer_inode *ino, void *arg)
+{
+    struct evict_scan *s = arg;
+
+    if (ino == s->self || window_empty(&ino->win))
+        return;
+    if (s->n < (int)(sizeof s->cand / sizeof *s->cand)) {
+        s->cand[s->n++] = ino;
+        return;
+    }
+    /* Keep the 64 least recently used. */
+    int newest = 0;
+    for (int i = 1; i < s->n; i++)
+        if (s->cand[i]->last_use > s->cand[newest]->last_use)
+            newest = i;
+    if (ino->last_use < s->cand[newest]->last_use)
+        s->cand[newest] = ino;
+}
+
+static void evict_submit(struct buffer_inode *ino, void *arg)
+{
+    struct evict_scan *s = arg;
+
+    for (int i = 0; i < s->n; i++)
+        if (s->cand[i] == ino && pthread_mutex_trylock(&ino->lock) == 0) {
+            flusher_submit(ino);
+            pthread_mutex_unlock(&ino->lock);
+        }
+}
+
+/* Hand the least recently used idle windows of other files to the flusher.
+ * Called with self->lock held, so the table is only tried, never waited for. */
+static int evict_idle_windows(struct buffer_inode *self)
+{
+    struct evict_scan s = {.self = self};
+
+    if (inode_for_each(evict_collect, &s, 1) != 0 || s.n == 0)
+        return 0;
+    (void)inode_for_each(evict_submit, &s, 1);
+    return s.n;
+}
+
+/* The buffer could not grow by `want` bytes. Returns 1 when the caller
+ * should try again (memory was or is being freed), 0 when it must write
+ * straight through. May drop and retake ino->lock. */
+static int relieve_pressure(struct buffer_inode *ino, int64_t want)
+{
+    if (window_pool_drain(budget_reserve) > 0)
+        return 1;
+    if (flusher_jobs_pending() == 0 && evict_idle_windows(ino) == 0) {
+        if (window_empty(&ino->win))
+            return 0;
+        flusher_submit(ino);   /* our own window: its memory comes back when written */
+    }
+    pthread_mutex_unlock(&ino->lock);
+    budget_wait(want);
+    pthread_mutex_lock(&ino->lock);
+    return budget_used() + want <= budget_cap();
+}
+
+/* ------------------------------------------------------------ writes */
+
+/* A write straight to the tier below, after everything buffered before it. */
+static ssize_t write_direct(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino,
+                            const unsigned char *buf, int64_t n, int64_t off, int append)
+{
+    ssize_t rc;
+
+    flush_sync(ino);
+    rc = sluice_tier_write(f, d->level + 1, buf, (size_t)n, append ? SLUICE_OFF_CURRENT : off);
+    if (rc > 0) {
+        ra_update(ino, buf, off, rc);
+        if (off + rc > ino->fs_size)
+            ino->fs_size = off + rc;
+    }
+    return rc;
+}
+
+/* Where an O_APPEND write lands: the file's end as the file system has it
+ * (fresh: other processes append too) plus what we still hold. */
+static int64_t append_offset(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino)
+{
+    struct stat st;
+
+    if (!has_pending(ino) && sluice_tier_fstat(f, d->level + 1, &st) == 0)
+        ino->fs_size = st.st_size;
+    return logical_size(ino, ino->fs_size);
+}
+
+/* Write n bytes at off (for append: off is the logical end) into ino's
+ * window, or straight through. ino->lock held. */
+static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino,
+                            const unsigned char *buf, int64_t n, int64_t off, int append)
+{
+    int64_t done = 0;
+
+    if (!window_empty(&ino->win) && ino->win_append != append)
+        flush_sync(ino);   /* positional and appended bytes never share a window */
+    if ((size_t)n >= ino->unit) {
+        /* Already large: one write, after what overlaps it in memory. */
+        if (window_overlap(&ino->win, off, n) || append)
+            flush_sync(ino);
+        else if (ino->inflight && ranges_overlap(off, n, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
+            wait_inflight(ino);
+        ssize_t rc = sluice_tier_write(f, d->level + 1, buf, (size_t)n, append ? SLUICE_OFF_CURRENT : off);
+        if (rc > 0) {
+            ra_update(ino, buf, off, rc);
+            if (off + rc > ino->fs_size)
+                ino->fs_size = off + rc;
+        }
+        return rc;
+    }
+    while (done < n) {
+        struct buffer_window *w = &ino->win;
+        int64_t at = off + done;
+        if (!window_empty(w) && append && window_end(w) + (n - done) > w->base + (int64_t)w->span)
+            flusher_submit(ino);   /* an appended record is never split between two flushes */
+        if (window_empty(w)) {
+            window_start(w, at, ino->unit);
+            if (append)
+                w->base = at;
+            w->streaming = ino->streaming;
+            ino->win_append = append;
+        }
+        int64_t k = window_add(w, buf + done, at, n - done, budget_reserve);
+        if (k == 0 || k == -E2BIG) {
+            flusher_submit(ino);
+            continue;
+        }
+        if (k == -ENOMEM) {
+            if (relieve_pressure(ino, (int64_t)ino->unit))
+                continue;
+            if (!(d->counted & BUFFER_FALLBACK_MEMORY)) {
+                d->counted |= BUFFER_FALLBACK_MEMORY;   /* counted once; later writes try again */
+                count_fallback(f, BUFFER_FALLBACK_MEMORY);
+            }
+            ssize_t rc = write_direct(f, d, ino, buf + done, n - done, at, append);
+            if (rc < 0)
+                return done ? done : rc;
+            done += rc;
+            break;
+        }
+        if (!ino->win_file) {
+            atomic_fetch_add(&f->refs, 1);
+            ino->win_file = f;
+            ino->win_level = d->level;
+        }
+        done += k;
+        if (at + k > ino->pending_end)
+            ino->pending_end = at + k;
+        if (window_full(w) || (append && window_end(w) == w->base + (int64_t)w->span)) {
+            ino->streaming = 1;
+            flusher_submit(ino);
+        }
+    }
+    ra_update(ino, buf, off, done);
+    ino->last_use = inode_tick();
+    return done;
+}
+
+/* ------------------------------------------------------------ reads */
+
+/* Fill the read-ahead cache with the file's bytes from `at`. 0, or -errno. */
+static int ra_fill(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino, int64_t at)
+{
+    int64_t base = at - at % readahead_size, got = 0;
+
+    if (!ino->ra) {
+        if (budget_reserve(readahead_size) != 0)
+            return -ENOMEM;
+        if (!(ino->ra = malloc((size_t)readahead_size))) {
+            budget_reserve(-readahead_size);
+            return -ENOMEM;
+        }
+        ino->ra_cap = (size_t)readahead_size;
+    }
+    if (ino->inflight && ranges_overlap(base, readahead_size, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
+        wait_inflight(ino);
+    ino->ra_len = 0;
+    while (got < readahead_size) {
+        ssize_t rc = sluice_tier_read(f, d->level + 1, ino->ra + got, (size_t)(readahead_size - got), base + got);
+        if (rc == -EINTR)
+            continue;
+        if (rc < 0)
+            return (int)rc;
+        got += rc;
+        /* A short read of a regular file is its end (fs_size may be stale:
+         * another process can have written since). */
+        if (rc == 0 || rc < readahead_size - (got - rc))
+            break;
+    }
+    ino->ra_off = base;
+    ino->ra_len = got;
+    /* Bytes still in the window are newer than the file system's. */
+    window_copy_out(&ino->win, ino->ra, base, got);
+    return 0;
+}
+
+static ssize_t read_locked(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino,
+                           unsigned char *buf, int64_t n, int64_t off)
+{
+    int64_t total = 0;
+
+    if (n <= 0)
+        return 0;
+    if (!window_empty(&ino->win)) {
+        int ov = ino->win_append ? 2 : window_overlap(&ino->win, off, n);
+        if (ov == 1) {
+            window_copy_out(&ino->win, buf, off, n);
+            return n;
+        }
+        if (ov == 2)
+            flush_sync(ino);
+    }
+    /* Bytes past the file system's end may be buffered (or a hole before
+     * buffered bytes): let the file system hold them all first. */
+    if (ino->pending_end > ino->fs_size && off + n > ino->fs_size && has_pending(ino))
+        flush_sync(ino);
+    if (ino->inflight && ranges_overlap(off, n, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
+        wait_inflight(ino);
+
+    while (total < n) {
+        int64_t at = off + total, want = n - total;
+        if (ino->ra_len && at >= ino->ra_off && at < ino->ra_off + ino->ra_len) {
+            int64_t k = ino->ra_off + ino->ra_len - at;
+            if (k > want)
+                k = want;
+            memcpy(buf + total, ino->ra + (at - ino->ra_off), (size_t)k);
+            total += k;
+            continue;
+        }
+        if (readahead_size > 0 && want < readahead_size && (at == d->last_read_end || total > 0) &&
+            ra_fill(f, d, ino, at) == 0) {
+            if (!(at >= ino->ra_off && at < ino->ra_off + ino->ra_len))
+                break;   /* end of file */
+            continue;
+        }
+        ssize_t rc = sluice_tier_read(f, d->level + 1, buf + total, (size_t)want, at);
+        if (rc < 0)
+            return total ? total : rc;
+        total += rc;
+        break;
+    }
+    return total;
+}
+
+/* ------------------------------------------------------------ straight through */
+
+/* A call on a description that is not buffered: what the file holds in
+ * memory reaches the file system first, and the cache forgets. */
+static void pass_prepare(struct buffer_desc *d)
+{
+    struct buffer_inode *ino = d->ino;
+
+    if (!ino)
+        return;
+    pthread_mutex_lock(&ino->lock);
+    if (has_pending(ino))
+        flush_sync(ino);
+    ino->ra_len = 0;
+    pthread_mutex_unlock(&ino->lock);
+}
+
+/* After a current-position transfer below: the kernel's position is ours. */
+static void pass_track_position(struct sluice_file *f, ssize_t rc, off_t off)
+{
+    if (rc < 0 || off >= 0)
+        return;
+    off_t pos = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
+    atomic_store(&f->pos, pos >= 0 ? (int64_t)pos : atomic_load(&f->pos) + rc);
+}
+
+/* After a write below on a description that is not buffered. */
+static void pass_wrote(struct sluice_file *f, struct buffer_desc *d, ssize_t rc, off_t off)
+{
+    pass_track_position(f, rc, off);
+    if (rc > 0 && d->ino) {
+        int64_t end = off >= 0 ? off + rc : atomic_load(&f->pos);
+        pthread_mutex_lock(&d->ino->lock);
+        if (end > d->ino->fs_size)
+            d->ino->fs_size = end;
+        pthread_mutex_unlock(&d->ino->lock);
+    }
+}
+
+/* ------------------------------------------------------------ tier operations */
+
+static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct stat st;
+    int fd;
+
+    /* A truncating open must come after every byte we still hold for the
+     * file (we do not know which inode the path names yet). */
+    if ((flags & O_TRUNC) && inode_count() > 0)
+        (void)sluice_tier_quiesce_buffers();
+    fd = sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    if (fd < 0)
+        return fd;
+    d->file = f;
+    d->level = level;
+    d->ino = NULL;
+    f->fd = fd;   /* the core sets it after we return; fstat below needs it now */
+    if ((flags & O_PATH) || sluice_tier_fstat(f, level + 1, &st) != 0 || !S_ISREG(st.st_mode))
+        return fd;   /* not a regular file: straight through */
+    if (!inode_attach(st.st_dev, st.st_ino, buffer_unit(fd, &st, sluice_cfg.buffer_size), d))
+        return fd;
+    struct buffer_inode *ino = d->ino;
+    pthread_mutex_lock(&ino->lock);
+    if (!has_pending(ino))
+        ino->fs_size = st.st_size;
+    ino->ra_len = 0;   /* close-to-open: another process may have written since */
+    if (flags & O_DIRECT) {
+        flush_sync(ino);
+        if (!(ino->fallback & BUFFER_FALLBACK_DIRECT))
+            count_fallback(f, BUFFER_FALLBACK_DIRECT);
+        ino->fallback |= BUFFER_FALLBACK_DIRECT;
+    } else if (flags & (O_SYNC | O_DSYNC)) {
+        d->fallback |= BUFFER_FALLBACK_DIRECT;
+        count_fallback(f, BUFFER_FALLBACK_DIRECT);
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return fd;
+}
+
+static ssize_t buffer_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int append = (f->flags & O_APPEND) != 0;
+    ssize_t rc;
+
+    if (desc_fallback(f, d)) {
+        pass_prepare(d);
+        rc = sluice_tier_write(f, level + 1, buf, n, off);
+        pass_wrote(f, d, rc, off);
+        return rc;
+    }
+    if ((f->flags & O_ACCMODE) == O_RDONLY)
+        return -EBADF;
+    pthread_mutex_lock(&ino->lock);
+    if ((rc = take_error(ino)) == 0) {
+        int64_t at = append ? append_offset(f, d, ino) : off >= 0 ? off : atomic_load(&f->pos);
+        d->wrote = 1;
+        rc = n ? write_locked(f, d, ino, buf, (int64_t)n, at, append) : 0;
+        /* pwrite on an O_APPEND file appends, but moves no position (Linux). */
+        if (rc >= 0 && off < 0)
+            atomic_store(&f->pos, at + rc);
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return rc;
+}
+
+static ssize_t buffer_writev(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int append = (f->flags & O_APPEND) != 0;
+    ssize_t rc;
+
+    if (flags || desc_fallback(f, d)) {
+        /* RWF_* flags (RWF_DSYNC, RWF_APPEND, ...) ask for this call as it is. */
+        pass_prepare(d);
+        rc = sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
+        pass_wrote(f, d, rc, off);
+        return rc;
+    }
+    if (cnt < 0)
+        return -EINVAL;
+    if ((f->flags & O_ACCMODE) == O_RDONLY)
+        return -EBADF;
+    pthread_mutex_lock(&ino->lock);
+    if ((rc = take_error(ino)) == 0) {
+        int64_t at = append ? append_offset(f, d, ino) : off >= 0 ? off : atomic_load(&f->pos);
+        int64_t total = 0;
+        d->wrote = 1;
+        for (int i = 0; i < cnt; i++) {
+            if (!iov[i].iov_len)
+                continue;
+            ssize_t r = write_locked(f, d, ino, iov[i].iov_base, (int64_t)iov[i].iov_len, at + total, append);
+            if (r < 0) {
+                if (!total)
+                    rc = r;
+                break;
+            }
+            total += r;
+            if ((size_t)r < iov[i].iov_len)
+                break;
+        }
+        if (rc == 0) {
+            rc = total;
+            if (off < 0)
+                atomic_store(&f->pos, at + total);
+        }
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return rc;
+}
+
+static ssize_t buffer_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    ssize_t rc;
+
+    if (desc_fallback(f, d)) {
+        pass_prepare(d);
+        rc = sluice_tier_read(f, level + 1, buf, n, off);
+        pass_track_position(f, rc, off);
+        return rc;
+    }
+    if ((f->flags & O_ACCMODE) == O_WRONLY)
+        return -EBADF;
+    pthread_mutex_lock(&ino->lock);
+    if ((rc = take_error(ino)) == 0) {
+        int64_t at = off >= 0 ? off : atomic_load(&f->pos);
+        rc = read_locked(f, d, ino, buf, (int64_t)n, at);
+        if (rc >= 0) {
+            d->last_read_end = at + rc;
+            if (off < 0)
+                atomic_store(&f->pos, at + rc);
+        }
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return rc;
+}
+
+static ssize_t buffer_readv(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    ssize_t rc;
+
+    if (flags || desc_fallback(f, d)) {
+        pass_prepare(d);
+        rc = sluice_tier_readv(f, level + 1, iov, cnt, off, flags);
+        pass_track_position(f, rc, off);
+        return rc;
+    }
+    if (cnt < 0)
+        return -EINVAL;
+    if ((f->flags & O_ACCMODE) == O_WRONLY)
+        return -EBADF;
+    pthread_mutex_lock(&ino->lock);
+    if ((rc = take_error(ino)) == 0) {
+        int64_t at = off >= 0 ? off : atomic_load(&f->pos);
+        int64_t total = 0;
+        for (int i = 0; i < cnt; i++) {
+            if (!iov[i].iov_len)
+                continue;
+            ssize_t r = read_locked(f, d, ino, iov[i].iov_base, (int64_t)iov[i].iov_len, at + total);
+            if (r < 0) {
+                if (!total)
+                    rc = r;
+                break;
+            }
+            total += r;
+            d->last_read_end = at + total;
+            if ((size_t)r < iov[i].iov_len)
+                break;
+        }
+        if (rc == 0) {
+            rc = total;
+            if (off < 0)
+                atomic_store(&f->pos, at + total);
+        }
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return rc;
+}
+
+static off_t buffer_lseek(struct sluice_file *f, int level, off_t off, int whence)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int64_t pos;
+
+    if (desc_fallback(f, d)) {
+        if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE)
+            pass_prepare(d);
+        off_t rc = sluice_tier_lseek(f, level + 1, off, whence);
+        if (rc >= 0)
+            atomic_store(&f->pos, (int64_t)rc);
+        return rc;
+    }
+    pthread_mutex_lock(&ino->lock);
+    switch (whence) {
+    case SEEK_SET:
+        pos = off;
+        break;
+    case SEEK_CUR:
+        pos = atomic_load(&f->pos) + off;
+        break;
+    case SEEK_END: {
+        struct stat st;
+        int rc = sluice_tier_fstat(f, level + 1, &st);
+        if (rc < 0) {
+            pthread_mutex_unlock(&ino->lock);
+            return rc;
+        }
+        if (!has_pending(ino))
+            ino->fs_size = st.st_size;
+        pos = logical_size(ino, st.st_size) + off;
+        break;
+    }
+    case SEEK_DATA:
+    case SEEK_HOLE:
+        /* Only the file system knows its holes: let it hold every byte. */
+        flush_sync(ino);
+        pos = sluice_tier_lseek(f, level + 1, off, whence);
+        if (pos < 0) {
+            pthread_mutex_unlock(&ino->lock);
+            return (off_t)pos;
+        }
+        break;
+    default:
+        pthread_mutex_unlock(&ino->lock);
+        return -EINVAL;
+    }
+    if (pos < 0) {
+        pthread_mutex_unlock(&ino->lock);
+        return -EINVAL;
+    }
+    atomic_store(&f->pos, pos);
+    pthread_mutex_unlock(&ino->lock);
+    return (off_t)pos;
+}
+
+static int buffer_fsync(struct sluice_file *f, int level, int datasync)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int err = 0, rc;
+
+    if (ino) {
+        pthread_mutex_lock(&ino->lock);
+        flush_sync(ino);
+        err = take_error(ino);
+        pthread_mutex_unlock(&ino->lock);
+    }
+    rc = sluice_tier_fsync(f, level + 1, datasync);
+    return err ? err : rc;
+}
+
+static int buffer_ftruncate(struct sluice_file *f, int level, off_t len)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int rc;
+
+    if (!ino)
+        return sluice_tier_ftruncate(f, level + 1, len);
+    pthread_mutex_lock(&ino->lock);
+    if ((rc = take_error(ino)) == 0) {
+        flush_sync(ino);
+        rc = sluice_tier_ftruncate(f, level + 1, len);
+        if (rc == 0) {
+            ino->fs_size = len;
+            if (ino->ra_len && ino->ra_off + ino->ra_len > len)
+                ino->ra_len = len > ino->ra_off ? len - ino->ra_off : 0;
+        }
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return rc;
+}
+
+static int buffer_fstat(struct sluice_file *f, int level, struct stat *st)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int rc = sluice_tier_fstat(f, level + 1, st);
+
+    if (rc == 0 && ino) {
+        pthread_mutex_lock(&ino->lock);
+        st->st_size = logical_size(ino, st->st_size);
+        pthread_mutex_unlock(&ino->lock);
+    }
+    return rc;
+}
+
+static int buffer_close(struct sluice_file *f, int level)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    int err = 0, rc;
+
+    if (ino) {
+        pthread_mutex_lock(&ino->lock);
+        /* close is a durability point: another process that opens the file
+         * after it sees every byte (and the window may work through us). */
+        if (d->wrote || ino->win_file == f)
+            flush_sync(ino);
+        if (d->wrote)
+            err = take_error(ino);
+        pthread_mutex_unlock(&ino->lock);
+        inode_detach(d);
+    }
+    rc = sluice_tier_close(f, level + 1);
+    return err ? err : rc;
+}
+
+static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
+{
+    struct buffer_desc *d = desc_of(f, level);
+    struct buffer_inode *ino = d->ino;
+    unsigned reason;
+
+    if (op != SLUICE_CTL_FALLBACK)
+        return sluice_tier_control(f, level + 1, op, arg);
+    reason = *(const unsigned *)arg;
+    if (!ino)
+        return 0;
+    pthread_mutex_lock(&ino->lock);
+    flush_sync(ino);
+    ino->ra_len = 0;
+    if (reason & (BUFFER_FALLBACK_MMAP | BUFFER_FALLBACK_DIRECT | BUFFER_FALLBACK_LOCK)) {
+        /* The whole file: every description of it goes straight through. */
+        if ((ino->fallback & reason) != reason)
+            count_fallback(f, reason & ~ino->fallback);
+        ino->fallback |= reason;
+        for (struct buffer_desc *o = ino->descs; o; o = o->next)
+            desc_sync_position(o);
+    } else {
+        if ((d->fallback & reason) != reason)
+            count_fallback(f, reason & ~d->fallback);
+        d->fallback |= reason;
+        desc_sync_position(d);
+    }
+    pthread_mutex_unlock(&ino->lock);
+    return 0;
+}
+
+/* ------------------------------------------------------------ whole process */
+
+static void quiesce_one(struct buffer_inode *ino, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&ino->lock);
+    flush_sync(ino);
+    for (struct buffer_desc *d = ino->descs; d; d = d->next)
+        if (!desc_fallback(d->file, d))
+            desc_sync_position(d);
+    pthread_mutex_unlock(&ino->lock);
+}
+
+/* Signal context: nothing that may be locked is waited for. */
+static void quiesce_one_from_signal(struct buffer_inode *ino, void *arg)
+{
+    int64_t end;
+
+    (void)arg;
+    if (pthread_mutex_trylock(&ino->lock) != 0)
+        return;
+    if (!window_empty(&ino->win) && ino->inflight == 0 && ino->win_file) {
+        (void)flush_window(ino->win_file, ino->win_level, &ino->win, ino->win_append, &end, 1);
+        ino->win.next = 0;
+    }
+    for (struct buffer_desc *d = ino->descs; d; d = d->next)
+        if (!d->fallback && !ino->fallback)
+            desc_sync_position(d);
+    pthread_mutex_unlock(&ino->lock);
+}
+
+static int buffer_quiesce(int from_signal)
+{
+    if (inode_count() == 0)
+        return 0;
+    if (from_signal) {
+        (void)flusher_drain(10000);
+        return inode_for_each(quiesce_one_from_signal, NULL, 1);
+    }
+    return inode_for_each(quiesce_one, NULL, 0);
+}
+
+int sluice_tier_quiesce_buffers(void)
+{
+    return buffer_quiesce(0);
+}
+
+void *buffer_stream_alloc(size_t *size)
+{
+    int64_t n = sluice_cfg.buffer_size;
+    void *p;
+
+    if (n <= BUFSIZ || budget_reserve(n) != 0)
+        return NULL;
+    if (!(p = malloc((size_t)n))) {
+        budget_reserve(-n);
+        return NULL;
+    }
+    *size = (size_t)n;
+    return p;
+}
+
+void buffer_stream_free(void *buf, size_t size)
+{
+    free(buf);
+    budget_reserve(-(int64_t)size);
+}
+
+int buffer_active(void)
+{
+    return inode_count() > 0;
+}
+
+static void buffer_after_fork_child(void)
+{
+    budget_after_fork_child();
+    flusher_after_fork_child();
+    inode_after_fork_child();
+}
+
+/* ------------------------------------------------------------ path operations */
+
+void buffer_stat_fixup(dev_t dev, ino_t ino_nr, int64_t *size)
+{
+    struct buffer_inode *ino = inode_find(dev, ino_nr);
+
+    if (!ino)
+        return;
+    pthread_mutex_lock(&ino->lock);
+    *size = logical_size(ino, *size);
+    pthread_mutex_unlock(&ino->lock);
+    inode_release(ino);
+}
+
+void buffer_path_truncated(dev_t dev, ino_t ino_nr, int64_t len)
+{
+    struct buffer_inode *ino = inode_find(dev, ino_nr);
+
+    if (!ino)
+        return;
+    pthread_mutex_lock(&ino->lock);
+    ino->fs_size = len;
+    ino->ra_len = 0;
+    pthread_mutex_unlock(&ino->lock);
+    inode_release(ino);
+}
+
+const struct sluice_tier_ops sluice_tier_buffer = {
+    .size = sizeof(struct sluice_tier_ops),
+    .abi = SLUICE_TIER_ABI,
+    .name = "buffer",
+    .caps = SLUICE_TIER_BUFFERS_WRITES | SLUICE_TIER_OWNS_POSITION,
+    .file_state = sizeof(struct buffer_desc),
+    .init = buffer_init,
+    .open = buffer_open,
+    .read = buffer_read,
+    .write = buffer_write,
+    .readv = buffer_readv,
+    .writev = buffer_writev,
+    .lseek = buffer_lseek,
+    .fsync = buffer_fsync,
+    .ftruncate = buffer_ftruncate,
+    .fstat = buffer_fstat,
+    .close = buffer_close,
+    .control = buffer_control,
+    .quiesce = buffer_quiesce,
+    .after_fork_child = buffer_after_fork_child,
+};
