@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sluice.errors import UserError
 
-MODES = ("profile", "buffer")
+MODES = ("profile", "buffer", "acb")
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
 

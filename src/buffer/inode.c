@@ -14,6 +14,22 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct buffer_inode *buckets[INODE_BUCKETS];
 static atomic_int ninodes;
 static atomic_uint_fast64_t ticks;
+static atomic_int dirty_windows;
+
+int inode_dirty_windows(void)
+{
+    return atomic_load_explicit(&dirty_windows, memory_order_relaxed);
+}
+
+void inode_note_window(struct buffer_inode *ino)
+{
+    int dirty = !window_empty(&ino->win);
+
+    if (dirty != ino->dirty_noted) {
+        atomic_fetch_add(&dirty_windows, dirty ? 1 : -1);
+        ino->dirty_noted = dirty;
+    }
+}
 
 static unsigned bucket_of(dev_t dev, ino_t ino)
 {
@@ -71,6 +87,8 @@ static void inode_free_locked(struct buffer_inode *p)
         pp = &(*pp)->next;
     *pp = p->next;
     atomic_fetch_sub(&ninodes, 1);
+    if (p->dirty_noted)
+        atomic_fetch_sub(&dirty_windows, 1);
     window_free(&p->win, budget_reserve);
     if (p->ra) {
         free(p->ra);

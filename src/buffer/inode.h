@@ -50,6 +50,7 @@ struct buffer_inode {
     int64_t ra_off, ra_len;
     uint64_t last_use;             /* for evicting the least recently used windows */
     int streaming;                 /* the last window was flushed full: start the next one at full size */
+    int dirty_noted;               /* counted in inode_dirty_windows() */
     struct buffer_inode *next;     /* table chain */
     struct buffer_desc *descs;     /* descriptions open on it (changed under both locks) */
 };
@@ -88,6 +89,11 @@ void inode_release(struct buffer_inode *ino);
 
 /* In a forked child: every lock of the parent is reset. */
 void inode_after_fork_child(void);
+
+/* Inodes whose window holds dirty bytes, and the bookkeeping of it (call
+ * after any change of ino->win's emptiness, ino->lock held). */
+int inode_dirty_windows(void);
+void inode_note_window(struct buffer_inode *ino);
 
 /* A monotonic use counter for LRU. */
 uint64_t inode_tick(void);

@@ -8,7 +8,7 @@
 
 /* Smallest buffer a window starts with: many small files must not each
  * cost a whole span. */
-#define WINDOW_MIN_CAP 65536
+#define WINDOW_MIN_CAP 8192
 
 /* Recycled whole-span buffers: a streaming writer reuses the same few
  * buffers instead of faulting in fresh pages for every window. */

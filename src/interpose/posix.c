@@ -458,32 +458,37 @@ SLUICE_EXPORT int flock(int fd, int op)
     return SLUICE_REAL(flock)(fd, op);
 }
 
-/* A mapping of a recorded file: counted, and the file leaves any mode
- * that holds its bytes in memory (the kernel's pages are the truth now). */
-static void before_mmap(int fd)
+/* A mapping of a recorded file: the file first leaves any mode that holds
+ * its bytes in memory (the kernel's pages are the truth now); a mapping
+ * made is counted. */
+static void *wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, int use64)
 {
     struct sluice_file *f;
+    void *p;
     int saved = errno;
 
     if (fd < 0 || !sluice_active() || !(f = sluice_fd_get(fd)))
-        return;
-    uint64_t t = sluice_now();
-    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_MMAPS, t, t);
-    sluice_file_put(f);
+        return use64 ? SLUICE_REAL(mmap64)(addr, len, prot, flags, fd, off)
+                     : SLUICE_REAL(mmap)(addr, len, prot, flags, fd, off);
     sluice_fd_fallback(fd, SLUICE_FALLBACK_MMAP);
     errno = saved;
+    p = use64 ? SLUICE_REAL(mmap64)(addr, len, prot, flags, fd, off) : SLUICE_REAL(mmap)(addr, len, prot, flags, fd, off);
+    if (p != MAP_FAILED) {
+        uint64_t t = sluice_now();
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_MMAPS, t, t);
+    }
+    sluice_file_put(f);
+    return p;
 }
 
 SLUICE_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    before_mmap(fd);
-    return SLUICE_REAL(mmap)(addr, len, prot, flags, fd, off);
+    return wrap_mmap(addr, len, prot, flags, fd, off, 0);
 }
 
 SLUICE_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-    before_mmap(fd);
-    return SLUICE_REAL(mmap64)(addr, len, prot, flags, fd, off);
+    return wrap_mmap(addr, len, prot, flags, fd, off, 1);
 }
 
 /* --------------------------------------------------------------- metadata */

@@ -136,6 +136,7 @@ static void flush_sync(struct buffer_inode *ino)
         ino->win_file = NULL;
     }
     ino->pending_end = 0;
+    inode_note_window(ino);
 }
 
 /* The deferred write error, reported once. */
@@ -202,6 +203,7 @@ static void evict_submit(struct buffer_inode *ino, void *arg)
     for (int i = 0; i < s->n; i++)
         if (s->cand[i] == ino && pthread_mutex_trylock(&ino->lock) == 0) {
             flusher_submit(ino);
+            inode_note_window(ino);
             pthread_mutex_unlock(&ino->lock);
         }
 }
@@ -229,6 +231,7 @@ static int relieve_pressure(struct buffer_inode *ino, int64_t want)
         if (window_empty(&ino->win))
             return 0;
         flusher_submit(ino);   /* our own window: its memory comes back when written */
+        inode_note_window(ino);
     }
     pthread_mutex_unlock(&ino->lock);
     budget_wait(want);
@@ -291,8 +294,10 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
     while (done < n) {
         struct buffer_window *w = &ino->win;
         int64_t at = off + done;
-        if (!window_empty(w) && append && window_end(w) + (n - done) > w->base + (int64_t)w->span)
+        if (!window_empty(w) && append && window_end(w) + (n - done) > w->base + (int64_t)w->span) {
             flusher_submit(ino);   /* an appended record is never split between two flushes */
+            inode_note_window(ino);
+        }
         if (window_empty(w)) {
             window_start(w, at, ino->unit);
             if (append)
@@ -303,6 +308,7 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
         int64_t k = window_add(w, buf + done, at, n - done, budget_reserve);
         if (k == 0 || k == -E2BIG) {
             flusher_submit(ino);
+            inode_note_window(ino);
             continue;
         }
         if (k == -ENOMEM) {
@@ -329,8 +335,10 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
         if (window_full(w) || (append && window_end(w) == w->base + (int64_t)w->span)) {
             ino->streaming = 1;
             flusher_submit(ino);
+            inode_note_window(ino);
         }
     }
+    inode_note_window(ino);
     ra_update(ino, buf, off, done);
     ino->last_use = inode_tick();
     return done;
@@ -470,9 +478,22 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
     int fd;
 
     /* A truncating open must come after every byte we still hold for the
-     * file (we do not know which inode the path names yet). */
-    if ((flags & O_TRUNC) && inode_count() > 0)
-        (void)sluice_tier_quiesce_buffers();
+     * file: find out which file the path names (one stat, only when some
+     * bytes are held at all) and write its bytes first. */
+    if ((flags & O_TRUNC) && (inode_dirty_windows() > 0 || flusher_jobs_pending() > 0)) {
+        struct stat pre;
+        uint64_t t0 = sluice_now();
+        if (SLUICE_REAL(fstatat)(dirfd, path, &pre, 0) == 0) {
+            sluice_count_meta(f->rec, SLUICE_SIDES_FS, POSIX_STATS, t0, sluice_now());
+            struct buffer_inode *old = inode_find(pre.st_dev, pre.st_ino);
+            if (old) {
+                pthread_mutex_lock(&old->lock);
+                flush_sync(old);
+                pthread_mutex_unlock(&old->lock);
+                inode_release(old);
+            }
+        }
+    }
     fd = sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     if (fd < 0)
         return fd;
@@ -833,6 +854,7 @@ static void quiesce_one_from_signal(struct buffer_inode *ino, void *arg)
     if (!window_empty(&ino->win) && ino->inflight == 0 && ino->win_file) {
         (void)flush_window(ino->win_file, ino->win_level, &ino->win, ino->win_append, &end, 1);
         ino->win.next = 0;
+        inode_note_window(ino);
     }
     for (struct buffer_desc *d = ino->descs; d; d = d->next)
         if (!d->fallback && !ino->fallback)

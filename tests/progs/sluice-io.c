@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -180,6 +182,21 @@ int main(int argc, char **argv)
         else if (IS("fcntl")) ret = fd2 = fcntl(fd, F_DUPFD, (int)n);
         else if (IS("fcntl64")) ret = fd2 = fcntl64(fd, F_DUPFD_CLOEXEC, (int)n);
         else if (IS("fcntl_setfl_append")) ret = fcntl(fd, F_SETFL, O_APPEND);
+        else if (IS("fcntl_setlk")) {
+            struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+            ret = fcntl(fd, F_SETLK, &lk);
+        }
+        else if (IS("flock")) ret = flock(fd, LOCK_EX) ?: flock(fd, LOCK_UN);
+        else if (IS("mmap") || IS("mmap64")) {
+            /* map n bytes, return the sum of their values, unmap */
+            unsigned char *p = IS("mmap") ? mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, fd, 0)
+                                          : mmap64(NULL, (size_t)n, PROT_READ, MAP_SHARED, fd, 0);
+            if (p == MAP_FAILED) ret = -1;
+            else {
+                for (long k = 0; k < n; k++) ret += p[k];
+                munmap(p, (size_t)n);
+            }
+        }
         else if (IS("swap")) { int t = fd; fd = fd2; fd2 = t; }
         /* metadata */
         else if (IS("stat")) ret = stat(a[0], &st);
@@ -212,6 +229,8 @@ int main(int argc, char **argv)
         else if (IS("mkdir")) ret = mkdir(a[0], 0755);
         else if (IS("mkdirat")) ret = mkdirat(AT_FDCWD, a[0], 0755);
         else if (IS("rmdir")) ret = rmdir(a[0]);
+        else if (IS("truncate")) ret = truncate(a[0], m);
+        else if (IS("truncate64")) ret = truncate64(a[0], m);
         /* stdio */
         else if (IS("fopen")) ret = (fp = fopen(a[0], a[1])) != NULL;
         else if (IS("fopen64")) ret = (fp = fopen64(a[0], a[1])) != NULL;

@@ -89,6 +89,12 @@ case("open_append", ["creat:{f}", "write:100", "close", "open:{f}:w,append", "wr
        SIZE_WRITE_0_100=2))
 for sym in ("unlink", "unlinkat"):
     case(sym, ["creat:{f}", "close", f"{sym}:{{f}}"], P(OPENS=1, UNLINKS=1))
+for sym in ("mmap", "mmap64"):
+    case(sym, ["open:{f}:rw,creat", "write:100", f"{sym}:100", "close"],
+         P(OPENS=1, WRITES=1, BYTES_WRITTEN=100, MAX_BYTE_WRITTEN=99, SIZE_WRITE_0_100=1, MMAPS=1))
+case("flock", ["creat:{f}", "flock", "fcntl_setlk", "close"], P(OPENS=1))
+for sym in ("truncate", "truncate64"):
+    case(sym, ["creat:{f}", "close", f"{sym}:{{f}}:10"], P(OPENS=1, TRUNCATES=1))
 for sym in ("rename", "renameat", "renameat2"):
     case(sym, ["creat:{f}", "close", f"{sym}:{{f}}:{{f}}.new"], P(OPENS=1, RENAMES=1))
 for sym in ("mkdir", "mkdirat"):

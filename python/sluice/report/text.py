@@ -82,6 +82,7 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
         h.add_row(label, *(f"{int(getattr(job, side).get(f'POSIX_SIZE_{kind}_{b}', 0)):,}"
                            for kind in ("READ", "WRITE") for side in ("app", "fs")))
     con.print(h)
+    _mpiio_table(con, job)
 
     tt = Table(title="Time in I/O calls (seconds, summed over processes)", title_justify="left", box=box.SIMPLE_HEAD)
     tt.add_column("")
@@ -104,3 +105,39 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
         con.print(ft)
     con.print(f"{len(job.files)} files recorded.")
     return buf.getvalue()
+
+
+MPIIO_ROWS = [
+    ("opens (independent / collective)", ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS")),
+    ("independent writes", ("MPIIO_INDEP_WRITES",)),
+    ("collective writes", ("MPIIO_COLL_WRITES",)),
+    ("non-blocking / shared-pointer writes", ("MPIIO_NB_WRITES", "MPIIO_SHARED_WRITES")),
+    ("independent reads", ("MPIIO_INDEP_READS",)),
+    ("collective reads", ("MPIIO_COLL_READS",)),
+    ("syncs", ("MPIIO_SYNCS",)),
+    ("aggregated exchanges (ACB)", ("MPIIO_ACB_FLUSHES",)),
+    ("fallbacks to pass-through", ("MPIIO_FALLBACKS",)),
+    ("bytes written", ("MPIIO_BYTES_WRITTEN",)),
+    ("bytes read", ("MPIIO_BYTES_READ",)),
+]
+
+
+def _mpiio_table(con: Console, job: Job) -> None:
+    """MPI-IO calls, when the job made any: app (the program's) and fs (what reached MPI-IO)."""
+    if not any(v for k, v in job.app.items() if k.startswith("MPIIO_") and "MAX_BYTE" not in k):
+        return
+    t = Table(title="MPI-IO: what the application asked (app) and what reached MPI-IO (fs)",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for col, just in (("", "left"), ("app", "right"), ("fs", "right"), ("app/fs", "right")):
+        t.add_column(col, justify=just)
+    for label, names in MPIIO_ROWS:
+        a, f = total(job.app, names), total(job.fs, names)
+        fmt = human_bytes if label.startswith("bytes") else (lambda v: f"{int(v):,}")
+        t.add_row(label, fmt(a), fmt(f), reduction(a, f))
+    con.print(t)
+    sizes = Table(title="MPI-IO access sizes (writes per size)", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("size", "writes app", "writes fs"):
+        sizes.add_column(col, justify="left" if col == "size" else "right")
+    for b, label in zip(BUCKETS, BUCKET_LABELS):
+        sizes.add_row(label, *(f"{int(getattr(job, side).get(f'MPIIO_SIZE_WRITE_{b}', 0)):,}" for side in ("app", "fs")))
+    con.print(sizes)

@@ -1,0 +1,144 @@
+"""Aggregated Collective Buffering: the AMR checkpoint written every way
+(per-box write_at, per-box write_at_all, the explicit API, each MPI-IO
+variant again under --mode acb, parallel HDF5 independent and collective,
+plain and under --mode acb) gives byte-identical files; aggregation cuts
+the writes reaching the file system; the C and Fortran examples of
+docs/acb.md build and run. 4 ranks, boxes straddling stripe boundaries,
+a level with fewer boxes than ranks."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import NATIVE, REPO, file_entry, python_env, report_json, sluice
+
+MPIRUN = ["mpirun", "--oversubscribe", "-np", "4"]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
+# 5000-byte boxes on 4 KiB stripes straddle stripe boundaries; the last
+# level has 3 boxes for 4 ranks; two aggregators split the stripes.
+AMR = ["--boxes", "27,8,3", "--box-bytes", "5000", "--check",
+       "--hints", "striping_unit=4096,sluice_acb_aggregators=2,sluice_acb_write_size=8192"]
+
+
+def amr(prog: str, variant: str, path: Path, *extra: str, mode: str | None = None, logdir: Path | None = None) -> dict:
+    cmd = [*MPIRUN, str(NATIVE / prog), "--variant", variant, "--file", str(path), *AMR, *extra]
+    if mode:
+        cp = sluice("run", "--mode", mode, "--log-dir", str(logdir), "--path", str(path.parent), "--", *cmd,
+                    env=MPI_ENV)
+        out = cp.stdout
+    else:
+        env = python_env()
+        env.update(MPI_ENV)
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=300).stdout
+    r = json.loads(out.strip().splitlines()[0])
+    assert r["checked"] and r["bad_bytes"] == 0, r
+    return r
+
+
+def test_mpiio_variants_byte_identical(tmp_path):
+    files = {}
+    for variant in ("indep", "coll", "acb"):
+        files[variant] = tmp_path / f"{variant}.dat"
+        amr("sluice-bench-amr-ckpt", variant, files[variant])
+    for variant in ("indep", "coll"):
+        d = tmp_path / f"acb-{variant}"
+        d.mkdir()
+        files[f"transparent-{variant}"] = d / "ckpt.dat"
+        amr("sluice-bench-amr-ckpt", variant, d / "ckpt.dat", mode="acb", logdir=tmp_path / f"logs-{variant}")
+    ref = files["indep"].read_bytes()
+    assert len(ref) == 38 * 5000
+    for name, p in files.items():
+        assert p.read_bytes() == ref, name
+
+
+def test_holes_stay_untouched(tmp_path):
+    """With gaps between boxes over a file pre-filled with 0xFF, aggregation
+    writes only the boxes (the program's --check verifies the gaps)."""
+    for variant, mode in (("acb", None), ("indep", "acb")):
+        d = tmp_path / f"{variant}-{mode}"
+        d.mkdir()
+        amr("sluice-bench-amr-ckpt", variant, d / "ckpt.dat", "--gap", "1000", "--prefill", mode=mode,
+            logdir=tmp_path / f"logs-{variant}")
+
+
+def test_hdf5_variants_byte_identical(tmp_path):
+    files = {}
+    for variant in ("h5-indep", "h5-coll"):
+        files[variant] = tmp_path / f"{variant}.h5"
+        amr("sluice-bench-amr-ckpt-h5", variant, files[variant])
+        d = tmp_path / f"acb-{variant}"
+        d.mkdir()
+        files[f"transparent-{variant}"] = d / "ckpt.h5"
+        amr("sluice-bench-amr-ckpt-h5", variant, d / "ckpt.h5", mode="acb", logdir=tmp_path / f"logs-{variant}")
+    ref = files["h5-indep"].read_bytes()
+    for name, p in files.items():
+        assert p.read_bytes() == ref, name
+
+
+def test_transparent_acb_cuts_fs_writes(tmp_path):
+    """64 boxes of 4 KiB written one by one: the program's 64 MPI-IO writes
+    reach the file system as a handful of large ones."""
+    counts = {}
+    for mode in ("profile", "acb"):
+        d, logs = tmp_path / mode, tmp_path / f"logs-{mode}"
+        d.mkdir()
+        cmd = [*MPIRUN, str(NATIVE / "sluice-bench-amr-ckpt"), "--variant", "indep", "--file", str(d / "c.dat"),
+               "--boxes", "64", "--box-bytes", "4096", "--check"]
+        sluice("run", "--mode", mode, "--log-dir", str(logs), "--path", str(d), "--", *cmd, env=MPI_ENV)
+        e = file_entry(report_json(logs), d / "c.dat")
+        counts[mode] = e
+    prof, acb = counts["profile"], counts["acb"]
+    assert prof["app"]["MPIIO_INDEP_WRITES"] == acb["app"]["MPIIO_INDEP_WRITES"] == 64
+    assert prof["fs"]["POSIX_WRITES"] >= 64
+    assert acb["fs"]["MPIIO_INDEP_WRITES"] * 10 <= 64
+    assert acb["fs"]["POSIX_WRITES"] * 10 <= prof["fs"]["POSIX_WRITES"]
+    assert acb["fs"]["MPIIO_BYTES_WRITTEN"] == 64 * 4096
+
+
+def _examples() -> dict[str, str]:
+    """The fenced code blocks of docs/acb.md that follow an `<!-- example: NAME -->` line."""
+    text = (REPO / "docs" / "acb.md").read_text()
+    return dict(re.findall(r"<!-- example: (\S+) -->\s*```\w*\n(.*?)```", text, re.S))
+
+
+@pytest.mark.parametrize("name", ["acb_example.c", "acb_example.f90"])
+def test_api_examples(tmp_path, name):
+    src = _examples()[name]
+    (tmp_path / name).write_text(src)
+    exe = tmp_path / "example"
+    libs = [f"-L{NATIVE}", "-lsluice-mpi", f"-Wl,-rpath,{NATIVE}"]
+    if name.endswith(".c"):
+        cmd = ["mpicc", "-std=c11", "-Wall", "-Werror", f"-I{REPO / 'include'}", str(tmp_path / name), "-o", str(exe), *libs]
+    else:
+        cmd = ["mpif90", "-Wall", "-Werror", f"-J{tmp_path}", str(REPO / "fortran" / "sluice_acb.f90"),
+               str(tmp_path / name), "-o", str(exe), *libs]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tmp_path)
+    env = python_env()
+    env.update(MPI_ENV)
+    out = tmp_path / "blocks.dat"
+    subprocess.run([*MPIRUN, str(exe), str(out)], env=env, check=True, capture_output=True, timeout=300, cwd=tmp_path)
+    # Rank r puts 10 blocks of 1000 bytes, block b at offset (b * 4 + r) * 1000, every byte = r + 1.
+    data = out.read_bytes()
+    assert len(data) == 40 * 1000
+    for k in range(40):
+        assert data[k * 1000:(k + 1) * 1000] == bytes([k % 4 + 1]) * 1000, k
+
+
+def test_bench_workload_table(tmp_path):
+    """`sluice bench amr-ckpt` prints the Darshan-style table from sluice's
+    counters and records times, write counts and ratios."""
+    out = tmp_path / "r.json"
+    cp = sluice("bench", "--target", str(tmp_path), "--rounds", "1", "--warmup", "0", "--json", str(out),
+                "-p", "amr-ckpt.boxes=16,3", "-p", "amr-ckpt.box_size=8K",
+                "-p", "amr-ckpt.methods=indep,acb-api,acb-transparent", "amr-ckpt", env=MPI_ENV, timeout=600)
+    assert "MPI-IO writes" in cp.stderr and "time indep / acb-transparent" in cp.stderr
+    doc = json.loads(out.read_text())
+    raw = doc["workloads"]["amr-ckpt"]["rounds"][0]
+    metrics = raw["metrics"]["plain"] if "metrics" in raw else raw
+    text = json.dumps(metrics)
+    assert "indep_mpiio_writes" in text and "ratio_indep_over_transparent" in text

@@ -1,0 +1,101 @@
+"""The MPIIO module: exact counters of a known MPI-IO program (4 ranks) in
+profile mode and under --mode acb, the atomic-mode fallback, and that a
+serial program pays nothing for it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import NATIVE, bin_path, file_entry, nonzero, report_json, sluice
+
+MPIRUN = ["mpirun", "--oversubscribe", "-np", "4"]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
+
+# What the program asks, summed over 4 ranks (tests/mpi/mpiio_known.c).
+KNOWN_APP = {
+    "MPIIO_COLL_OPENS": 4, "MPIIO_INDEP_WRITES": 12, "MPIIO_COLL_WRITES": 4, "MPIIO_INDEP_READS": 4,
+    "MPIIO_COLL_READS": 4, "MPIIO_SYNCS": 8, "MPIIO_BYTES_WRITTEN": 4 * 6106, "MPIIO_BYTES_READ": 4 * (100 + 6106),
+    "MPIIO_RW_SWITCHES": 12, "MPIIO_SIZE_WRITE_0_100": 4, "MPIIO_SIZE_WRITE_100_1K": 8,
+    "MPIIO_SIZE_WRITE_1K_10K": 4, "MPIIO_SIZE_READ_0_100": 4, "MPIIO_SIZE_READ_1K_10K": 4,
+}
+
+
+def run_known(workdir: Path, logdir: Path, mode: str, *args: str) -> dict:
+    sluice("run", "--mode", mode, "--log-dir", str(logdir), "--path", str(workdir), "--",
+           *MPIRUN, bin_path("mpiio_known"), str(workdir), *args, env=MPI_ENV)
+    r = report_json(logdir)
+    assert r["processes"] == 4
+    return file_entry(r, workdir / "known.dat")
+
+
+def test_known_counters_profile(workdir, logdir):
+    e = run_known(workdir, logdir, "profile")
+    assert nonzero(e["app"], "MPIIO_") == KNOWN_APP
+    assert e["fs"] == e["app"]
+    # what MPI-IO (OMPIO) made of it underneath: one pwrite per MPI-IO write
+    assert e["app"]["POSIX_BYTES_WRITTEN"] == 4 * 6106
+    assert e["app"]["MPIIO_F_WRITE_TIME"] > 0 and e["app"]["MPIIO_F_META_TIME"] > 0
+
+
+def test_known_counters_acb(workdir, logdir):
+    e = run_known(workdir, logdir, "acb")
+    assert nonzero(e["app"], "MPIIO_") == KNOWN_APP
+    # Each rank's read of its own pending 2000 bytes writes them first (4
+    # writes on 4 private handles); the rest of each rank's range (4106
+    # bytes) goes to the one aggregator of this node at the first sync.
+    assert nonzero(e["fs"], "MPIIO_") == {
+        "MPIIO_COLL_OPENS": 4, "MPIIO_INDEP_OPENS": 4, "MPIIO_INDEP_WRITES": 8, "MPIIO_INDEP_READS": 4,
+        "MPIIO_COLL_READS": 4, "MPIIO_SYNCS": 16, "MPIIO_BYTES_WRITTEN": 4 * 6106, "MPIIO_BYTES_READ": 4 * 6206,
+        "MPIIO_RW_SWITCHES": 6, "MPIIO_SIZE_READ_0_100": 4, "MPIIO_SIZE_READ_1K_10K": 4,
+        "MPIIO_SIZE_WRITE_1K_10K": 8, "MPIIO_ACB_FLUSHES": 12,
+    }
+    assert e["fs"]["POSIX_WRITES"] == 8
+
+
+def test_atomic_mode_falls_back(workdir, logdir):
+    e = run_known(workdir, logdir, "acb", "atomic")
+    assert nonzero(e["app"], "MPIIO_") == {**KNOWN_APP, "MPIIO_FALLBACKS": 4}
+    fs = e["fs"]
+    assert fs["MPIIO_FALLBACKS"] == 4
+    # after set_atomicity(1) the collective and the individual-pointer writes pass through
+    assert (fs["MPIIO_COLL_WRITES"], fs["MPIIO_INDEP_WRITES"], fs["MPIIO_BYTES_WRITTEN"]) == (4, 8, 4 * 6106)
+
+
+def test_serial_program_unaffected(tmp_path):
+    """A serial program under --mode acb: same POSIX counters as in profile
+    mode, no MPI-IO record, and libmpi never loaded."""
+    reports = {}
+    for mode in ("profile", "acb"):
+        work, logs = tmp_path / mode, tmp_path / f"logs-{mode}"
+        work.mkdir()
+        sluice("run", "--mode", mode, "--log-dir", str(logs), "--path", str(work), "--",
+               bin_path("known_mix"), str(work))
+        reports[mode] = report_json(logs)
+    for mode, r in reports.items():
+        assert not nonzero(r["app"], "MPIIO_"), mode
+    assert nonzero(reports["acb"]["app"], "POSIX_") == nonzero(reports["profile"]["app"], "POSIX_")
+    maps = subprocess.run(["env", f"LD_PRELOAD={NATIVE / 'libsluice.so'}", "SLUICE_MODE=acb", "cat", "/proc/self/maps"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "libsluice.so" in maps and "libmpi" not in maps
+
+
+def test_mpiio_symbols_exported():
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(NATIVE / "libsluice.so")],
+                        capture_output=True, text=True, check=True).stdout
+    exported = set(re.findall(r" T (MPI_File_\w+)", nm))
+    listed = re.findall(r"^SLUICE_MPIIO\((\w+),", (Path(__file__).parents[2] / "src/mpi/mpiio.def").read_text(), re.M)
+    assert listed and {f"MPI_{n}" for n in listed} == exported
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(NATIVE / "libsluice.so")],
+                               capture_output=True, text=True, check=True).stdout
+    assert "MPI" not in undefined and "ompi" not in undefined
+
+
+@pytest.mark.parametrize("mode", ["profile", "acb"])
+def test_mpiio_report_text(workdir, logdir, mode):
+    run_known(workdir, logdir, mode)
+    out = sluice("report", str(logdir)).stdout
+    assert "MPI-IO" in out
