@@ -8,7 +8,7 @@
  * It holds one current descriptor (fd), a second one (fd2, set by dup*),
  * and one current stream (fp). `swap` exchanges fd and fd2. Sizes are byte
  * counts; data written is the byte 'x'. Flags are comma lists of
- * r,w,rw,creat,trunc,append,excl; whence is set,cur,end.
+ * r,w,rw,creat,trunc,append,excl,sync; whence is set,cur,end.
  */
 
 #include <errno.h>
@@ -67,6 +67,7 @@ static int parse_flags(const char *s)
         else if (!strcmp(t, "trunc")) f |= O_TRUNC;
         else if (!strcmp(t, "append")) f |= O_APPEND;
         else if (!strcmp(t, "excl")) f |= O_EXCL;
+        else if (!strcmp(t, "sync")) f |= O_SYNC;
     }
     return f | acc;
 }
