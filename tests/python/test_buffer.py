@@ -197,7 +197,10 @@ def test_background_write_error_reaches_the_application(target, logdir):
     app, fs = counters(logdir, f)
     # the injected failure sits above the file system: three windows reached it
     assert app["POSIX_ERRORS"] == 1 and fs["POSIX_ERRORS"] == 0
-    assert fs["POSIX_WRITES"] == 3 and fs["POSIX_BYTES_WRITTEN"] == 192 * KIB
+    # (a write that hears of the error is refused whole: its 4 KiB are not written)
+    lost_write = 4 * KIB if failed[0]["op"] == "write" else 0
+    assert fs["POSIX_WRITES"] == 3 and fs["POSIX_BYTES_WRITTEN"] == 192 * KIB - lost_write
+    assert len(data) == 256 * KIB - lost_write
 
 
 @pytest.fixture
@@ -276,7 +279,9 @@ def test_ten_thousand_open_files_stay_within_the_memory_cap(tmp_path, logdir):
         cp = sluice("run", "--mode", "buffer", "--buffer-memory", "8M", "--log-dir", str(logdir),
                     "--path", str(d), "--", bin_path("manyfiles"), str(d), "10000", "1000", "30")
         peak_kib = int(cp.stdout.split()[-1])
-        assert peak_kib < 100 * 1024, cp.stdout
+        # (AddressSanitizer's allocator keeps freed memory in quarantine)
+        if "asan" not in os.environ.get("SLUICE_PRELOAD_FIRST", ""):
+            assert peak_kib < 100 * 1024, cp.stdout
         for i in (0, 4321, 9999):
             want = b"".join(bytes([(i + r) % 251]) * 1000 for r in range(30))
             assert (d / f"f{i:05d}").read_bytes() == want

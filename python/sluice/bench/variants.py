@@ -56,6 +56,7 @@ VARIANTS: dict[str, Variant] = {
     for v in (
         Variant("plain", None, "the program alone"),
         Variant("sluice-profile", "profile", "under `sluice run --mode profile` (counters only)"),
+        Variant("sluice-buffer", "buffer", "under `sluice run --mode buffer` (write-behind and read-ahead)"),
     )
 }
 

@@ -157,10 +157,32 @@ class RunContext:
             logs = list(log_dir.glob("*.sluice"))
             data["sluice_logs"] = len(logs)
             data["sluice_log_bytes"] = sum(p.stat().st_size for p in logs)
+            if logs:
+                data["sluice_counters"] = _counter_totals(log_dir)
         if timed:
             self.wall_seconds += wall
         self.raw.append(data)
         return data
+
+
+# What the benchmarks quote from sluice's own logs, on both sides.
+_QUOTED_COUNTERS = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX_SEEKS",
+                    "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_FALLBACKS")
+
+
+def _counter_totals(log_dir: Path) -> dict[str, dict[str, int]]:
+    from sluice.report.model import load_job
+
+    job = load_job([log_dir])
+    return {side: {k: int(getattr(job, side).get(k, 0)) for k in _QUOTED_COUNTERS} for side in ("app", "fs")}
+
+
+def fs_count(data: dict[str, Any], counter: str, own: str) -> float:
+    """How many calls of a kind reached the file system in one program run:
+    sluice's fs-side counter when it ran under sluice, else the program's
+    own count (field `own` of its JSON line)."""
+    c = data.get("sluice_counters")
+    return float(c["fs"][counter]) if c else float(data[own])
 
 
 def _last_json_line(text: str) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@ one file (Agro-IBIS: 8 KiB writes, 4 KiB reads)."""
 
 from __future__ import annotations
 
-from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, rate
+from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, fs_count, rate
 from sluice.errors import UserError
 
 MB = 1e6
@@ -15,6 +15,7 @@ class SmallIO(Workload):
     name = "smallio"
     summary = "small sequential writes (8 KiB) then cold small reads (4 KiB) of one file"
     reads = True
+    variants = ("plain", "sluice-buffer")
     native_programs = ("sluice-bench-smallio",)
     params = (
         Param("size", 256 << 20, "bytes written then read", "size"),
@@ -25,6 +26,8 @@ class SmallIO(Workload):
     metrics = (
         Metric("write_MBps", "MB/s", limit="write_MBps", help="open, writes, fsync, close"),
         Metric("read_MBps", "MB/s", limit="read_MBps", help="cold: open, reads, close"),
+        Metric("fs_writes", "calls", "lower", help="write calls that reached the file system"),
+        Metric("fs_reads", "calls", "lower", help="read calls that reached the file system"),
         Metric("write_seconds", "s", "lower"),
         Metric("read_seconds", "s", "lower"),
         WALL,
@@ -44,6 +47,8 @@ class SmallIO(Workload):
         return {
             "write_MBps": rate(w["bytes_written"], w["write_seconds"], MB),
             "read_MBps": rate(r["bytes_read"], r["read_seconds"], MB),
+            "fs_writes": fs_count(w, "POSIX_WRITES", "write_ops"),
+            "fs_reads": fs_count(r, "POSIX_READS", "read_ops"),
             "write_seconds": w["write_seconds"],
             "read_seconds": r["read_seconds"],
             "wall_seconds": ctx.wall_seconds,
