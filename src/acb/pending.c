@@ -114,6 +114,8 @@ int sluice_acb_pending_normalize(struct sluice_acb_pending *p)
 {
     size_t out = 0, i = 0;
 
+    if (p->n == 0)
+        return 0;
     qsort(p->ext, p->n, sizeof *p->ext, by_offset_then_seq);
     while (i < p->n) {
         size_t j = i + 1;

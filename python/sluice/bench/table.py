@@ -33,6 +33,8 @@ def fmt(x: float | None) -> str:
 def fmt_ratio(x: float | None) -> str:
     if x is None:
         return "–"
+    if 0 < x < 0.01:
+        return f"1/{1 / x:,.0f}×"   # a count cut by more than 100x: say by how much
     return f"{x:.2f}×" if x < 100 else f"{x:,.0f}×"
 
 
