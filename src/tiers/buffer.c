@@ -147,6 +147,18 @@ static int take_error(struct buffer_inode *ino)
     return err;
 }
 
+/* A size the file system reported. Never below what this process itself
+ * wrote and truncated to (ino->fs_size): some clients (MooseFS's, with its
+ * attribute cache) report a size that lags behind writes just made. Only
+ * another process truncating the file shrinks it behind our back, and that
+ * needs coordination the program would have to do anyway. */
+static int64_t note_fs_size(struct buffer_inode *ino, int64_t reported)
+{
+    if (reported > ino->fs_size)
+        ino->fs_size = reported;
+    return ino->fs_size;
+}
+
 static int64_t logical_size(const struct buffer_inode *ino, int64_t fs_size)
 {
     return has_pending(ino) && ino->pending_end > fs_size ? ino->pending_end : fs_size;
@@ -264,7 +276,7 @@ static int64_t append_offset(struct sluice_file *f, struct buffer_desc *d, struc
     struct stat st;
 
     if (!has_pending(ino) && sluice_tier_fstat(f, d->level + 1, &st) == 0)
-        ino->fs_size = st.st_size;
+        note_fs_size(ino, st.st_size);
     return logical_size(ino, ino->fs_size);
 }
 
@@ -698,9 +710,7 @@ static off_t buffer_lseek(struct sluice_file *f, int level, off_t off, int whenc
             pthread_mutex_unlock(&ino->lock);
             return rc;
         }
-        if (!has_pending(ino))
-            ino->fs_size = st.st_size;
-        pos = logical_size(ino, st.st_size) + off;
+        pos = logical_size(ino, note_fs_size(ino, st.st_size)) + off;
         break;
     }
     case SEEK_DATA:
@@ -772,7 +782,7 @@ static int buffer_fstat(struct sluice_file *f, int level, struct stat *st)
 
     if (rc == 0 && ino) {
         pthread_mutex_lock(&ino->lock);
-        st->st_size = logical_size(ino, st->st_size);
+        st->st_size = logical_size(ino, note_fs_size(ino, st->st_size));
         pthread_mutex_unlock(&ino->lock);
     }
     return rc;
