@@ -42,7 +42,6 @@ struct buffer_inode {
     int inflight;                  /* flush jobs queued or running */
     int64_t inflight_lo, inflight_hi; /* span of the bytes in flight */
     int64_t fs_size;               /* size on the file system, as far as this process knows */
-    int64_t pending_end;           /* end of the bytes buffered or in flight (0: none) */
     int error;                     /* deferred write error (-errno), reported once */
     unsigned fallback;             /* sluice_fallback bits: the whole file goes straight through */
     unsigned char *ra;             /* read-ahead cache: file bytes [ra_off, ra_off + ra_len) */

@@ -135,7 +135,6 @@ static void flush_sync(struct buffer_inode *ino)
         sluice_file_put(ino->win_file);
         ino->win_file = NULL;
     }
-    ino->pending_end = 0;
     inode_note_window(ino);
 }
 
@@ -159,9 +158,18 @@ static int64_t note_fs_size(struct buffer_inode *ino, int64_t reported)
     return ino->fs_size;
 }
 
+/* End of the bytes held in memory or in flight (0: none). Computed, never
+ * stored: a stored maximum outlives the truncation that invalidates it. */
+static int64_t pending_end(const struct buffer_inode *ino)
+{
+    int64_t w = window_end(&ino->win), f = ino->inflight ? ino->inflight_hi : 0;
+    return w > f ? w : f;
+}
+
 static int64_t logical_size(const struct buffer_inode *ino, int64_t fs_size)
 {
-    return has_pending(ino) && ino->pending_end > fs_size ? ino->pending_end : fs_size;
+    int64_t p = pending_end(ino);
+    return p > fs_size ? p : fs_size;
 }
 
 static int ranges_overlap(int64_t a, int64_t an, int64_t b, int64_t bn)
@@ -342,8 +350,6 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
             ino->win_level = d->level;
         }
         done += k;
-        if (at + k > ino->pending_end)
-            ino->pending_end = at + k;
         if (window_full(w) || (append && window_end(w) == w->base + (int64_t)w->span)) {
             ino->streaming = 1;
             flusher_submit(ino);
@@ -412,7 +418,7 @@ static ssize_t read_locked(struct sluice_file *f, struct buffer_desc *d, struct 
     }
     /* Bytes past the file system's end may be buffered (or a hole before
      * buffered bytes): let the file system hold them all first. */
-    if (ino->pending_end > ino->fs_size && off + n > ino->fs_size && has_pending(ino))
+    if (pending_end(ino) > ino->fs_size && off + n > ino->fs_size)
         flush_sync(ino);
     if (ino->inflight && ranges_overlap(off, n, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
         wait_inflight(ino);
@@ -472,7 +478,9 @@ static void pass_track_position(struct sluice_file *f, ssize_t rc, off_t off)
 static void pass_wrote(struct sluice_file *f, struct buffer_desc *d, ssize_t rc, off_t off)
 {
     pass_track_position(f, rc, off);
-    if (rc > 0 && d->ino) {
+    /* (an O_APPEND write lands at the end whatever off says: the next
+     * fstat will tell) */
+    if (rc > 0 && d->ino && !(f->flags & O_APPEND)) {
         int64_t end = off >= 0 ? off + rc : atomic_load(&f->pos);
         pthread_mutex_lock(&d->ino->lock);
         if (end > d->ino->fs_size)
@@ -535,34 +543,6 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
     return fd;
 }
 
-static ssize_t buffer_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
-{
-    struct buffer_desc *d = desc_of(f, level);
-    struct buffer_inode *ino = d->ino;
-    int append = (f->flags & O_APPEND) != 0;
-    ssize_t rc;
-
-    if (desc_fallback(f, d)) {
-        pass_prepare(d);
-        rc = sluice_tier_write(f, level + 1, buf, n, off);
-        pass_wrote(f, d, rc, off);
-        return rc;
-    }
-    if ((f->flags & O_ACCMODE) == O_RDONLY)
-        return -EBADF;
-    pthread_mutex_lock(&ino->lock);
-    if ((rc = take_error(ino)) == 0) {
-        int64_t at = append ? append_offset(f, d, ino) : off >= 0 ? off : atomic_load(&f->pos);
-        d->wrote = 1;
-        rc = n ? write_locked(f, d, ino, buf, (int64_t)n, at, append) : 0;
-        /* pwrite on an O_APPEND file appends, but moves no position (Linux). */
-        if (rc >= 0 && off < 0)
-            atomic_store(&f->pos, at + rc);
-    }
-    pthread_mutex_unlock(&ino->lock);
-    return rc;
-}
-
 static ssize_t buffer_writev(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     struct buffer_desc *d = desc_of(f, level);
@@ -601,36 +581,9 @@ static ssize_t buffer_writev(struct sluice_file *f, int level, const struct iove
         }
         if (rc == 0) {
             rc = total;
+            /* pwrite on an O_APPEND file appends but moves no position (Linux). */
             if (off < 0)
                 atomic_store(&f->pos, at + total);
-        }
-    }
-    pthread_mutex_unlock(&ino->lock);
-    return rc;
-}
-
-static ssize_t buffer_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
-{
-    struct buffer_desc *d = desc_of(f, level);
-    struct buffer_inode *ino = d->ino;
-    ssize_t rc;
-
-    if (desc_fallback(f, d)) {
-        pass_prepare(d);
-        rc = sluice_tier_read(f, level + 1, buf, n, off);
-        pass_track_position(f, rc, off);
-        return rc;
-    }
-    if ((f->flags & O_ACCMODE) == O_WRONLY)
-        return -EBADF;
-    pthread_mutex_lock(&ino->lock);
-    if ((rc = take_error(ino)) == 0) {
-        int64_t at = off >= 0 ? off : atomic_load(&f->pos);
-        rc = read_locked(f, d, ino, buf, (int64_t)n, at);
-        if (rc >= 0) {
-            d->last_read_end = at + rc;
-            if (off < 0)
-                atomic_store(&f->pos, at + rc);
         }
     }
     pthread_mutex_unlock(&ino->lock);
@@ -679,6 +632,19 @@ static ssize_t buffer_readv(struct sluice_file *f, int level, const struct iovec
     }
     pthread_mutex_unlock(&ino->lock);
     return rc;
+}
+
+/* read and write are readv and writev of one piece. */
+static ssize_t buffer_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
+{
+    struct iovec one = {buf, n};
+    return buffer_readv(f, level, &one, 1, off, 0);
+}
+
+static ssize_t buffer_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
+{
+    struct iovec one = {(void *)buf, n};
+    return buffer_writev(f, level, &one, 1, off, 0);
 }
 
 static off_t buffer_lseek(struct sluice_file *f, int level, off_t off, int whence)

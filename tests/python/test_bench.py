@@ -282,16 +282,24 @@ def test_real_run_smallio_and_limits(native_dir: Path, tmp_path: Path, monkeypat
     assert doc["limits"]["medians"]["write_MBps"] == lim["summary"]["plain"]["write_MBps"]["median"]
 
     sm = doc["workloads"]["smallio"]
-    assert sm["variants"] == ["plain"] and sm["ratios"] == {}
-    assert len(sm["rounds"]) == 3
-    assert [r["warmup"] for r in sm["rounds"]] == [True, False, False]
+    assert sm["variants"] == ["plain", "sluice-buffer"] and list(sm["ratios"]) == ["sluice-buffer/plain"]
+    assert len(sm["rounds"]) == 6
+    assert [(r["variant"], r["warmup"]) for r in sm["rounds"]] == [
+        ("plain", True), ("sluice-buffer", True), ("plain", False), ("sluice-buffer", False),
+        ("plain", False), ("sluice-buffer", False)]
     for r in sm["rounds"]:
+        if r["variant"] == "sluice-buffer":
+            # 1 MiB in one 4 MiB unit; one read-ahead fill and the read that finds the end
+            assert r["metrics"]["fs_writes"] == 1 and r["metrics"]["fs_reads"] == 2
+            assert r["raw"][0]["sluice_counters"]["app"]["POSIX_WRITES"] == 128
+            continue
+        assert r["metrics"]["fs_writes"] == 128 and r["metrics"]["fs_reads"] == 256
         w, rd = r["raw"]
         assert w["bytes_written"] == 1 << 20 and w["write_ops"] == 128
         assert rd["bytes_read"] == 1 << 20 and rd["read_ops"] == 256
         assert r["metrics"]["write_MBps"] == pytest.approx(w["bytes_written"] / w["write_seconds"] / 1e6)
     s = sm["summary"]["plain"]["write_MBps"]
-    measured = [r["metrics"]["write_MBps"] for r in sm["rounds"] if not r["warmup"]]
+    measured = [r["metrics"]["write_MBps"] for r in sm["rounds"] if not r["warmup"] and r["variant"] == "plain"]
     assert s["n"] == 2 and s["min"] == min(measured) and s["max"] == max(measured)
     assert s["median"] == pytest.approx(sum(measured) / 2)
     f = sm["fraction_of_limit"]["plain"]["write_MBps"]

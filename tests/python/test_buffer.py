@@ -135,7 +135,7 @@ DIFF_SEEDS = range(1, 5)
 DIFF_OPS = 2500
 
 # Seeds that once failed, kept as regressions: (seed, unit, read-ahead).
-DIFF_REGRESSIONS = [(6, "4096", "4M"), (8, "4096", "4M"), (5, "4096", "4M")]
+DIFF_REGRESSIONS = [(6, "4096", "4M"), (8, "4096", "4M"), (5, "4096", "4M"), (1, "65536", "4096")]
 
 
 def run_difftest(tmp: Path, seed: int, unit: str, readahead: str, logdir: Path, ops: int = DIFF_OPS,
