@@ -13,11 +13,69 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "acb/acb.h"
 #include "acb/plan.h"
+
+/* SLUICE_ACB_TIMING set: every rank prints where its flushes' time went,
+ * one line per flush on stderr (docs/acb.md). */
+enum flush_phase { PHASE_PLAN, PHASE_PACK, PHASE_HEADERS, PHASE_DATA, PHASE_SORT, PHASE_WRITE, PHASE_AGREE, PHASE_COUNT };
+static const char *const phase_names[PHASE_COUNT] = {"plan", "pack", "headers", "data", "sort", "write", "agree"};
+
+struct flush_clock {
+    int on;
+    double last, spent[PHASE_COUNT];
+};
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void clock_start(struct flush_clock *c)
+{
+    const char *v = getenv("SLUICE_ACB_TIMING");
+    c->on = v && *v && *v != '0';
+    if (c->on)
+        c->last = seconds_now();
+}
+
+/* The time since the previous mark goes to phase. */
+static void clock_mark(struct flush_clock *c, enum flush_phase phase)
+{
+    if (c->on) {
+        double t = seconds_now();
+        c->spent[phase] += t - c->last;
+        c->last = t;
+    }
+}
+
+static void clock_print(const struct flush_clock *c, MPI_Comm comm, int naggs, int64_t sent, int64_t received,
+                        const struct sluice_acb_stats *st, int64_t writes_before)
+{
+    char line[512];
+    int rank, len;
+    double total = 0;
+
+    if (!c->on)
+        return;
+    SLUICE_PMPI(Comm_rank)(comm, &rank);
+    len = snprintf(line, sizeof line, "sluice-acb: rank %d aggregators %d sent %lld received %lld writes %lld", rank,
+                   naggs, (long long)sent, (long long)received, (long long)(st->writes - writes_before));
+    for (int i = 0; i < PHASE_COUNT && len < (int)sizeof line; i++) {
+        total += c->spent[i];
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s %.4f", phase_names[i], c->spent[i]);
+    }
+    if (len < (int)sizeof line)
+        snprintf(line + len, sizeof line - (size_t)len, " total %.4f\n", total);
+    fputs(line, stderr);
+}
 
 /* Write the disjoint, ascending extents of p as runs of touching extents,
  * each cut where a multiple of write_size falls. */
@@ -151,7 +209,10 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     unsigned char *sdata = NULL, *rdata = NULL;
     int *ints, *shc, *shd, *rhc, *rhd, *sdc, *sdd, *rdc, *rdd, *hpos, *dpos;
     int nprocs, rc = MPI_SUCCESS;
+    struct flush_clock clock = {0};
+    int64_t sent = 0, received = 0, writes_before = st->writes;
 
+    clock_start(&clock);
     SLUICE_PMPI(Comm_size)(comm, &nprocs);
     scounts = calloc((size_t)nprocs * 4, sizeof *scounts);
     rcounts = scounts ? scounts + 2 * nprocs : NULL;
@@ -194,12 +255,18 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
         rc = sluice_acb_write_own(p, h, w, st);
         goto agree;
     }
+    sent = (int64_t)sdd[nprocs - 1] + sdc[nprocs - 1];
+    received = (int64_t)rdd[nprocs - 1] + rdc[nprocs - 1];
+    clock_mark(&clock, PHASE_PLAN);
     memcpy(hpos, shd, (size_t)nprocs * sizeof *hpos);
     memcpy(dpos, sdd, (size_t)nprocs * sizeof *dpos);
     pack_pieces(p, &pl, shdr, hpos, sdata, dpos);
     sluice_acb_pending_clear(p);
+    clock_mark(&clock, PHASE_PACK);
     SLUICE_PMPI(Alltoallv)(shdr, shc, shd, SLUICE_MPI_INT64, rhdr, rhc, rhd, SLUICE_MPI_INT64, comm);
+    clock_mark(&clock, PHASE_HEADERS);
     SLUICE_PMPI(Alltoallv)(sdata, sdc, sdd, SLUICE_MPI_BYTE, rdata, rdc, rdd, SLUICE_MPI_BYTE, comm);
+    clock_mark(&clock, PHASE_DATA);
     free(sdata);
     sdata = NULL;
     /* Sources in rank order: on overlap between ranks, the higher rank wins. */
@@ -217,14 +284,18 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     if (rc == MPI_SUCCESS && recv.n) {
         if (sluice_acb_pending_normalize(&recv) != 0)
             rc = MPI_ERR_NO_MEM;
-        else
+        clock_mark(&clock, PHASE_SORT);
+        if (rc == MPI_SUCCESS)
             rc = write_runs(&recv, h->write_size, w, st);
     }
     sluice_acb_pending_clear(&recv);
 
 agree:
+    clock_mark(&clock, PHASE_WRITE);
     rc64 = rc;
     SLUICE_PMPI(Allreduce)(&rc64, &rc_all, 1, SLUICE_MPI_INT64, SLUICE_MPI_MAX, comm);
+    clock_mark(&clock, PHASE_AGREE);
+    clock_print(&clock, comm, pl.naggs, sent, received, st, writes_before);
     sluice_acb_pending_clear(p);
     free(scounts);
     free(ints);
