@@ -45,6 +45,12 @@ enum sluice_fallback {
     SLUICE_FALLBACK_MEMORY = 1u << 4, /* no buffer memory and nothing to free */
 };
 
+enum sluice_quiesce_reason {
+    SLUICE_QUIESCE_SIGNAL = 1u << 0,
+    SLUICE_QUIESCE_FORK = 1u << 1,
+    SLUICE_QUIESCE_END = 1u << 2,
+};
+
 /* Requests through the control slot. */
 enum sluice_tier_control_op {
     /* Stop changing this file's I/O: arg is an unsigned * holding
@@ -81,10 +87,11 @@ struct sluice_tier_ops {
     int (*control)(struct sluice_file *f, int level, int op, void *arg);
 
     /* Whole process: bring every byte the tier holds to the tier below and
-     * leave each descriptor's kernel position where the application's is
-     * (before fork, exec, exit). from_signal: called in a signal handler,
-     * take no lock that may be held. 0 or -errno. */
-    int (*quiesce)(int from_signal);
+     * leave each descriptor's kernel position where the application's is.
+     * why: sluice_quiesce_reason bits (before a fork, at the end of the
+     * process image: exit or exec; SIGNAL: in a signal handler, take no
+     * lock that may be held). 0 or -errno. */
+    int (*quiesce)(unsigned why);
     /* Whole process, in a forked child: reset locks and threads. */
     void (*after_fork_child)(void);
 };

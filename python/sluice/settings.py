@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sluice.errors import UserError
 
-MODES = ("profile", "buffer", "acb")
+MODES = ("profile", "buffer", "stage", "acb")
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
 
@@ -58,6 +58,9 @@ class RunSettings:
     readahead: int | None = None
     buffer_memory: int | None = None
     policy: list[tuple[str, str]] = field(default_factory=list)
+    tier: str | None = None
+    detach: bool = False
+    stage_delay_ms: int | None = None
 
     def env(self) -> dict[str, str]:
         """The SLUICE_* variables these settings set (besides mode and paths)."""
@@ -68,6 +71,12 @@ class RunSettings:
             out["SLUICE_READAHEAD"] = str(self.readahead)
         if self.buffer_memory is not None:
             out["SLUICE_BUFFER_MEMORY"] = str(self.buffer_memory)
+        if self.tier:
+            out["SLUICE_TIER"] = str(Path(self.tier).absolute())
+        if self.detach:
+            out["SLUICE_STAGE_DETACH"] = "1"
+        if self.stage_delay_ms is not None:
+            out["SLUICE_STAGE_DELAY_MS"] = str(self.stage_delay_ms)
         if self.policy:
             out["SLUICE_POLICY"] = ",".join(f"{p}={m}" for p, m in self.policy)
         return out
@@ -84,7 +93,7 @@ def load_config(path: str | Path) -> RunSettings:
         raise UserError(f"{p}: not valid TOML: {e}") from None
     except UnicodeDecodeError:
         raise UserError(f"{p}: not a text file") from None
-    known = {"mode", "paths", "buffer", "policy"}
+    known = {"mode", "paths", "buffer", "policy", "stage"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise UserError(f"{p}: unknown setting '{unknown[0]}' (known: {', '.join(sorted(known))})")
@@ -109,6 +118,13 @@ def load_config(path: str | Path) -> RunSettings:
         s.readahead = parse_size(buf["readahead"], f"{p}: buffer.readahead")
     if "memory" in buf:
         s.buffer_memory = parse_size(buf["memory"], f"{p}: buffer.memory")
+    stage = data.get("stage", {})
+    if not isinstance(stage, dict) or any(k not in ("tier", "detach", "delay_ms") for k in stage):
+        raise UserError(f"{p}: [stage] takes tier, detach and delay_ms")
+    s.tier = stage.get("tier")
+    s.detach = bool(stage.get("detach", False))
+    if "delay_ms" in stage:
+        s.stage_delay_ms = int(stage["delay_ms"])
     pol = data.get("policy", {})
     if not isinstance(pol, dict):
         raise UserError(f"{p}: [policy] must be a table of \"PREFIX\" = \"MODE\"")

@@ -78,7 +78,7 @@ int sluice_policy_records(const char *abs_path)
 
 /* ---- modes ---- */
 
-static const char *const mode_names[SLUICE_MODE_COUNT] = {"profile", "buffer"};
+static const char *const mode_names[SLUICE_MODE_COUNT] = {"profile", "buffer", "stage"};
 
 /* Modes that later issues add: accepted by name, run as profile for POSIX
  * files (acb works at the MPI-IO level, not on descriptors). */
@@ -116,7 +116,7 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
     const char *s = policy;
 
     if (m < 0) {
-        sluice_diag("SLUICE_MODE=%s is not a mode (profile, buffer); using profile", dflt);
+        sluice_diag("SLUICE_MODE=%s is not a mode (profile, buffer, stage); using profile", dflt);
         bad++;
         m = SLUICE_MODE_PROFILE;
     }
@@ -135,7 +135,7 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
             if (eq)
                 *eq = '\0';
             if (im < 0 || !item[0] || sluice_path_absolute(AT_FDCWD, item, out, room) != 0) {
-                sluice_diag("SLUICE_POLICY item '%.*s' is not PREFIX=MODE with MODE profile or buffer; ignored",
+                sluice_diag("SLUICE_POLICY item '%.*s' is not PREFIX=MODE with MODE profile, buffer or stage; ignored",
                             (int)len, s);
                 bad++;
             } else {

@@ -21,6 +21,7 @@ int sluice_policy_skip_fast(const char *path);
 enum sluice_mode {
     SLUICE_MODE_PROFILE = 0,  /* pass-through: the program's calls reach the file system as they are */
     SLUICE_MODE_BUFFER = 1,   /* write-behind coalescing and read-ahead */
+    SLUICE_MODE_STAGE = 2,    /* node-local tier, published atomically by background drainers */
     SLUICE_MODE_COUNT
 };
 

@@ -30,6 +30,7 @@ static struct {
 static const char *const mode_tiers[SLUICE_MODE_COUNT] = {
     [SLUICE_MODE_PROFILE] = "",
     [SLUICE_MODE_BUFFER] = "buffer",
+    [SLUICE_MODE_STAGE] = "stage",
 };
 
 const struct sluice_tier_ops *sluice_tier_find(const char *name)
@@ -148,14 +149,14 @@ static int distinct_tiers(const struct sluice_tier_ops **out)
     return n;
 }
 
-int sluice_stack_quiesce(int from_signal)
+int sluice_stack_quiesce(unsigned why)
 {
     const struct sluice_tier_ops *t[SLUICE_MODE_COUNT * SLUICE_MAX_TIERS];
     int n = distinct_tiers(t), rc = 0;
 
     for (int i = 0; i < n; i++)
         if (SLUICE_TIER_HAS(t[i], quiesce)) {
-            int r = t[i]->quiesce(from_signal);
+            int r = t[i]->quiesce(why);
             if (r < 0 && rc == 0)
                 rc = r;
         }

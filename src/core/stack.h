@@ -18,7 +18,7 @@ int sluice_stack_init(const char *tiers, int allow_test_tiers);
 int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode);
 
 /* Every tier's quiesce (before fork, exec, exit; see sluice_tier.h). */
-int sluice_stack_quiesce(int from_signal);
+int sluice_stack_quiesce(unsigned why);
 
 /* Every tier's after_fork_child. */
 void sluice_stack_after_fork_child(void);

@@ -155,7 +155,7 @@ static void atfork_prepare(void)
 {
     if (sluice_active()) {
         sluice__guard++;
-        (void)sluice_stack_quiesce(0);
+        (void)sluice_stack_quiesce(SLUICE_QUIESCE_FORK);
         sluice__guard--;
     }
 }
@@ -194,7 +194,7 @@ int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long
      * still be recorded, and descriptors the next program image (or a late
      * destructor) inherits point where the application left them. */
     sluice__guard++;
-    (void)sluice_stack_quiesce(end_reason == SLUICE_END_SIGNAL);
+    (void)sluice_stack_quiesce(SLUICE_QUIESCE_END | (end_reason == SLUICE_END_SIGNAL ? SLUICE_QUIESCE_SIGNAL : 0));
     sluice__guard--;
     if (!__atomic_compare_exchange_n(&sluice__state, &expected, SLUICE_STATE_FINISHED, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 
 #include "buffer/buffer.h"
+#include "stage/stage.h"
 #include "common/pathnorm.h"
 #include "core/counters.h"
 #include "core/file.h"
@@ -506,6 +507,10 @@ static struct sluice_record *path_record(int dirfd, const char *path)
 
 /* A metadata call on a path: the real call, counted as `counter` on the
  * path's record when recorded. */
+/* Set by a stage hook that answered a path call from the tier: the call
+ * never reached the file system (app side only). */
+static __thread int path_on_tier;
+
 #define PATH_META(dirfd, path, counter, realcall)                          \
     do {                                                                   \
         struct sluice_record *rec_;                                        \
@@ -516,19 +521,96 @@ static struct sluice_record *path_record(int dirfd, const char *path)
         sluice__guard++;                                                   \
         rec_ = path_record(dirfd, path);                                   \
         t0_ = sluice_now();                                             \
+        path_on_tier = 0;                                                  \
         rc_ = realcall;                                                    \
         err_ = errno;                                                      \
         if (rec_) {                                                        \
+            unsigned sides_ = SLUICE_SIDES_BOTH;                           \
+            if (path_on_tier) {                                            \
+                sluice_record_split_sides(rec_);                           \
+                sides_ = SLUICE_SIDES_APP;                                 \
+            }                                                              \
             if (rc_ < 0)                                                   \
-                sluice_count_error(rec_, SLUICE_SIDES_BOTH);               \
+                sluice_count_error(rec_, sides_);                          \
             else                                                           \
-                sluice_count_meta(rec_, SLUICE_SIDES_BOTH, counter, t0_,   \
+                sluice_count_meta(rec_, sides_, counter, t0_,              \
                                   sluice_now());                        \
         }                                                                  \
         sluice__guard--;                                                   \
         errno = rc_ < 0 ? err_ : saved_;                                   \
         return rc_;                                                        \
     } while (0)
+
+/* ---- stage mode: paths this process staged are answered from the tier */
+
+static int ret_errno(int rc)
+{
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+static int staged_abs(int dirfd, const char *path, char *abs)
+{
+    return stage_active() && path && sluice_path_absolute(dirfd, path, abs, PATH_MAX) == 0;
+}
+
+/* 1 when (dirfd, path) is staged here and *st was filled from the tier. */
+static int stage_stat_hook(int dirfd, const char *path, struct stat *st)
+{
+    char abs[PATH_MAX];
+
+    if (!staged_abs(dirfd, path, abs) || !stage_path_stat(abs, st))
+        return 0;
+    path_on_tier = 1;
+    return 1;
+}
+
+#define STAGED_STAT(dirfd, path, st, realcall) \
+    (stage_stat_hook(dirfd, path, (struct stat *)(st)) ? 0 : (realcall))
+
+static int stage_access_hook(int dirfd, const char *path)
+{
+    struct stat st;
+    return stage_stat_hook(dirfd, path, &st);
+}
+
+#define STAGED_ACCESS(dirfd, path, realcall) (stage_access_hook(dirfd, path) ? 0 : (realcall))
+
+static int stage_unlink_hook(int dirfd, const char *path, int *rc)
+{
+    char abs[PATH_MAX];
+
+    if (!staged_abs(dirfd, path, abs) || !stage_path_unlink(abs, rc))
+        return 0;
+    path_on_tier = 1;
+    return 1;
+}
+
+#define STAGED_UNLINK(dirfd, path, realcall)                                      \
+    ({                                                                            \
+        int staged_rc_;                                                           \
+        stage_unlink_hook(dirfd, path, &staged_rc_) ? ret_errno(staged_rc_) : (realcall); \
+    })
+
+static int stage_rename_hook(int fromfd, const char *from, int tofd, const char *to, int *rc)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+
+    if (!staged_abs(fromfd, from, a) || !to || sluice_path_absolute(tofd, to, b, sizeof b) != 0 ||
+        !stage_path_rename(a, b, rc))
+        return 0;
+    path_on_tier = 1;
+    return 1;
+}
+
+#define STAGED_RENAME(fromfd, from, tofd, to, realcall)                                   \
+    ({                                                                                    \
+        int staged_rc_;                                                                   \
+        stage_rename_hook(fromfd, from, tofd, to, &staged_rc_) ? ret_errno(staged_rc_) : (realcall); \
+    })
 
 /* A path stat of a file this process buffers reports its logical size. */
 static int stat_fixup(int rc, struct stat *st)
@@ -560,56 +642,56 @@ static int statx_fixup(int rc, struct statx *stx)
 
 SLUICE_EXPORT int stat(const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(stat)(path, st), st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(stat)(path, st), st)));
 }
 
 SLUICE_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(stat64)(path, st), (struct stat *)st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(stat64)(path, st), (struct stat *)st)));
 }
 
 SLUICE_EXPORT int lstat(const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(lstat)(path, st), st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(lstat)(path, st), st)));
 }
 
 SLUICE_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, stat_fixup(SLUICE_REAL(lstat64)(path, st), (struct stat *)st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(lstat64)(path, st), (struct stat *)st)));
 }
 
 SLUICE_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(fstatat)(dirfd, path, st, flags), sluice_file_fstat(f, st));
-    PATH_META(dirfd, path, POSIX_STATS, stat_fixup(SLUICE_REAL(fstatat)(dirfd, path, st, flags), st));
+    PATH_META(dirfd, path, POSIX_STATS, STAGED_STAT(dirfd, path, st, stat_fixup(SLUICE_REAL(fstatat)(dirfd, path, st, flags), st)));
 }
 
 SLUICE_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
     if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(fstatat64)(dirfd, path, st, flags), sluice_file_fstat(f, (struct stat *)st));
-    PATH_META(dirfd, path, POSIX_STATS, stat_fixup(SLUICE_REAL(fstatat64)(dirfd, path, st, flags), (struct stat *)st));
+    PATH_META(dirfd, path, POSIX_STATS, STAGED_STAT(dirfd, path, st, stat_fixup(SLUICE_REAL(fstatat64)(dirfd, path, st, flags), (struct stat *)st)));
 }
 
 SLUICE_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__xstat)(ver, path, st), st) : SLUICE_REAL(__xstat)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__xstat)(ver, path, st), st)) : SLUICE_REAL(__xstat)(ver, path, st));
 }
 
 SLUICE_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__xstat64)(ver, path, st), (struct stat *)st) : SLUICE_REAL(__xstat64)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__xstat64)(ver, path, st), (struct stat *)st)) : SLUICE_REAL(__xstat64)(ver, path, st));
 }
 
 SLUICE_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__lxstat)(ver, path, st), st) : SLUICE_REAL(__lxstat)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__lxstat)(ver, path, st), st)) : SLUICE_REAL(__lxstat)(ver, path, st));
 }
 
 SLUICE_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__lxstat64)(ver, path, st), (struct stat *)st) : SLUICE_REAL(__lxstat64)(ver, path, st));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__lxstat64)(ver, path, st), (struct stat *)st)) : SLUICE_REAL(__lxstat64)(ver, path, st));
 }
 
 SLUICE_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
@@ -658,33 +740,34 @@ SLUICE_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mas
 
 SLUICE_EXPORT int access(const char *path, int mode)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(access)(path, mode));
+    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_ACCESS(AT_FDCWD, path, SLUICE_REAL(access)(path, mode)));
 }
 
 SLUICE_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-    PATH_META(dirfd, path, POSIX_STATS, SLUICE_REAL(faccessat)(dirfd, path, mode, flags));
+    PATH_META(dirfd, path, POSIX_STATS, STAGED_ACCESS(dirfd, path, SLUICE_REAL(faccessat)(dirfd, path, mode, flags)));
 }
 
 SLUICE_EXPORT int unlink(const char *path)
 {
-    PATH_META(AT_FDCWD, path, POSIX_UNLINKS, SLUICE_REAL(unlink)(path));
+    PATH_META(AT_FDCWD, path, POSIX_UNLINKS, STAGED_UNLINK(AT_FDCWD, path, SLUICE_REAL(unlink)(path)));
 }
 
 SLUICE_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
     PATH_META(dirfd, path, (flags & AT_REMOVEDIR) ? POSIX_RMDIRS : POSIX_UNLINKS,
-              SLUICE_REAL(unlinkat)(dirfd, path, flags));
+              (flags & AT_REMOVEDIR) ? SLUICE_REAL(unlinkat)(dirfd, path, flags)
+                                     : STAGED_UNLINK(dirfd, path, SLUICE_REAL(unlinkat)(dirfd, path, flags)));
 }
 
 SLUICE_EXPORT int rename(const char *from, const char *to)
 {
-    PATH_META(AT_FDCWD, from, POSIX_RENAMES, SLUICE_REAL(rename)(from, to));
+    PATH_META(AT_FDCWD, from, POSIX_RENAMES, STAGED_RENAME(AT_FDCWD, from, AT_FDCWD, to, SLUICE_REAL(rename)(from, to)));
 }
 
 SLUICE_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 {
-    PATH_META(fromfd, from, POSIX_RENAMES, SLUICE_REAL(renameat)(fromfd, from, tofd, to));
+    PATH_META(fromfd, from, POSIX_RENAMES, STAGED_RENAME(fromfd, from, tofd, to, SLUICE_REAL(renameat)(fromfd, from, tofd, to)));
 }
 
 SLUICE_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned int flags)

@@ -838,11 +838,11 @@ static void quiesce_one_from_signal(struct buffer_inode *ino, void *arg)
     pthread_mutex_unlock(&ino->lock);
 }
 
-static int buffer_quiesce(int from_signal)
+static int buffer_quiesce(unsigned why)
 {
     if (inode_count() == 0)
         return 0;
-    if (from_signal) {
+    if (why & SLUICE_QUIESCE_SIGNAL) {
         (void)flusher_drain(10000);
         return inode_for_each(quiesce_one_from_signal, NULL, 1);
     }
@@ -851,7 +851,7 @@ static int buffer_quiesce(int from_signal)
 
 int sluice_tier_quiesce_buffers(void)
 {
-    return buffer_quiesce(0);
+    return buffer_quiesce(SLUICE_QUIESCE_END);
 }
 
 void *buffer_stream_alloc(size_t *size)

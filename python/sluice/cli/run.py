@@ -83,12 +83,17 @@ def _log_prefix(job: str) -> str:
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--mode", type=click.Choice(MODES), default=None,
-              help="What sluice does to the I/O: profile (default; calls pass unchanged) or buffer "
-                   "(write-behind coalescing and read-ahead).")
+              help="What sluice does to the I/O: profile (default; calls pass unchanged), buffer "
+                   "(write-behind coalescing and read-ahead), stage (node-local tier, atomic publish) or acb.")
 @click.option("--config", "config_file", default=lambda: os.environ.get("SLUICE_CONFIG"), metavar="FILE",
               help="TOML file with mode, paths, [buffer] and [policy] (flags override it).")
 @click.option("--policy", "policy", multiple=True, metavar="PREFIX=MODE",
               help="Mode for paths under PREFIX (repeatable; the longest prefix wins).")
+@click.option("--tier", default=None, metavar="DIR",
+              help="Stage mode: node-local tier directory [/dev/shm/sluice-stage-UID].")
+@click.option("--detach", is_flag=True, help="Stage mode: exit without waiting for publishing (`sluice drain`).")
+@click.option("--stage-delay", "stage_delay_ms", type=int, default=None, metavar="MS",
+              help="Stage mode: publish a closed file when not reopened for MS milliseconds [1000].")
 @click.option("--buffer-size", default=None, metavar="SIZE",
               help="Buffer mode: write-behind unit [default: 4M, rounded to the stripe size].")
 @click.option("--readahead", default=None, metavar="SIZE", help="Buffer mode: read-ahead size; 0: none [4M].")
@@ -101,7 +106,8 @@ def _log_prefix(job: str) -> str:
 @click.option("--job-id", default=None, help="Job identifier (default: the launcher's, else a new one).")
 @click.option("-q", "--quiet", is_flag=True, help="No messages from sluice.")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
-def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], buffer_size: str | None,
+def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], tier: str | None, detach: bool,
+            stage_delay_ms: int | None, buffer_size: str | None,
             readahead: str | None, buffer_memory: str | None, paths: tuple[str, ...], log_dir: str,
             job_id: str | None, quiet: bool, cmd: tuple[str, ...]) -> None:
     """Run CMD unchanged under sluice and record its I/O on both sides.
@@ -123,5 +129,11 @@ def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], 
     if buffer_memory is not None:
         s.buffer_memory = parse_size(buffer_memory, "--buffer-memory")
     s.policy += [parse_policy_item(p) for p in policy]
+    if tier:
+        s.tier = tier
+    if detach:
+        s.detach = True
+    if stage_delay_ms is not None:
+        s.stage_delay_ms = stage_delay_ms
     sys.exit(run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
                  extra_env=s.env()))

@@ -1,0 +1,148 @@
+/* Publishing; see publish.h. */
+#include "stage/publish.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/counters.h"
+#include "interpose/real.h"
+
+/* DIR/.NAME.sluice-ID for final path DIR/NAME. */
+static int temp_name(const struct journal_entry *e, char *out, size_t len)
+{
+    const char *slash = strrchr(e->path, '/');
+    if (!slash)
+        return -EINVAL;
+    int n = snprintf(out, len, "%.*s/.%s.sluice-%s", (int)(slash - e->path), e->path, slash + 1, e->id);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void count(struct sluice_record *rec, int counter, uint64_t t0)
+{
+    if (rec)
+        sluice_count_meta(rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
+}
+
+static int fail(const char *what, const char *path, int err, char *why, size_t whylen)
+{
+    snprintf(why, whylen, "%s %s: %s", what, path, strerror(err));
+    return -err;
+}
+
+/* Copy src to dst in unit-sized writes; 0 or -errno. */
+static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
+{
+    char *buf = malloc(unit);
+    int64_t off = 0;
+    int rc = 0;
+
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        ssize_t n = SLUICE_REAL(pread)(src, buf, unit, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : 0;
+            break;
+        }
+        for (ssize_t done = 0; done < n;) {
+            uint64_t t0 = sluice_now();
+            ssize_t w = SLUICE_REAL(pwrite)(dst, buf + done, (size_t)(n - done), off + done);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                rc = w < 0 ? -errno : -EIO;
+                if (rec)
+                    sluice_count_error(rec, SLUICE_SIDES_FS);
+                goto out;
+            }
+            if (rec)
+                sluice_count_rw(rec, SLUICE_SIDES_FS, SLUICE_WRITE, off + done, w, t0, sluice_now());
+            done += w;
+        }
+        off += n;
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
+                  char *why, size_t whylen)
+{
+    char tmp[4200];
+    struct stat st;
+    int src, dst, rc;
+    uint64_t t0;
+
+    if ((rc = temp_name(e, tmp, sizeof tmp)) != 0)
+        return fail("cannot name a temporary file for", e->path, -rc, why, whylen);
+    src = SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (src < 0)
+        return fail("cannot open the staged data of", e->path, errno, why, whylen);
+    if (SLUICE_REAL(fstat)(src, &st) != 0) {
+        rc = fail("cannot stat the staged data of", e->path, errno, why, whylen);
+        SLUICE_REAL(close)(src);
+        return rc;
+    }
+    (void)SLUICE_REAL(unlink)(tmp);   /* a stale one from a crashed publish */
+    t0 = sluice_now();
+    dst = SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (dst < 0) {
+        rc = fail("cannot create", tmp, errno, why, whylen);
+        if (rec)
+            sluice_count_error(rec, SLUICE_SIDES_FS);
+        SLUICE_REAL(close)(src);
+        return rc;
+    }
+    if (rec)
+        sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+    rc = copy_data(src, dst, unit ? unit : 4 << 20, rec);
+    if (rc) {
+        fail("cannot write", tmp, -rc, why, whylen);
+    } else {
+        t0 = sluice_now();
+        if (SLUICE_REAL(fsync)(dst) != 0)
+            rc = fail("cannot sync", tmp, errno, why, whylen);
+        else
+            count(rec, POSIX_FSYNCS, t0);
+    }
+    if (!rc && fchmod(dst, e->mode & 07777) != 0)
+        rc = fail("cannot set the mode of", tmp, errno, why, whylen);
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    if (!rc && futimens(dst, times) != 0)
+        rc = fail("cannot set the times of", tmp, errno, why, whylen);
+    t0 = sluice_now();
+    if (SLUICE_REAL(close)(dst) != 0 && !rc)
+        rc = fail("cannot close", tmp, errno, why, whylen);
+    else if (rec)
+        sluice_count_close(rec, SLUICE_SIDES_FS, t0, sluice_now());
+    SLUICE_REAL(close)(src);
+    if (!rc) {
+        t0 = sluice_now();
+        if (SLUICE_REAL(rename)(tmp, e->path) != 0)
+            rc = fail("cannot rename to", e->path, errno, why, whylen);
+        else
+            count(rec, POSIX_RENAMES, t0);
+    }
+    if (rc)
+        (void)SLUICE_REAL(unlink)(tmp);
+    return rc;
+}
+
+void publish_finish(int ddir, int jdir, struct journal_entry *e)
+{
+    e->state = JOURNAL_PUBLISHED;
+    e->updated_ns = journal_now_ns();
+    e->error[0] = '\0';
+    (void)journal_write(jdir, e);
+    (void)SLUICE_REAL(unlinkat)(ddir, e->id, 0);
+    (void)SLUICE_REAL(unlinkat)(jdir, e->id, 0);
+}

@@ -1,0 +1,26 @@
+/*
+ * Publishing a staged file on the shared file system (docs/stage.md,
+ * "Publishing"): copy under a temporary name in the final directory, sync,
+ * mode and times, rename. The caller holds the entry's lock.
+ */
+#ifndef SLUICE_STAGE_PUBLISH_H
+#define SLUICE_STAGE_PUBLISH_H
+
+#include <stddef.h>
+
+#include "stage/journal.h"
+
+struct sluice_record;
+
+/* Publish data file ddir/ID as e->path. Counts what reaches the shared file
+ * system on rec's fs side (rec may be NULL). 0, or -errno with a one-line
+ * reason in why (the temporary file is removed). */
+int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
+                  char *why, size_t whylen);
+
+/* After a successful publish: state=published, then the data file, then
+ * the entry go (in that order, so a crash between leaves a republishable
+ * or finished entry, never lost data). */
+void publish_finish(int ddir, int jdir, struct journal_entry *e);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * What the path wrappers ask of stage mode: a path this process has staged
+ * is answered from the tier (stat), and unlink and rename change the
+ * staged file instead of the shared file system (docs/stage.md).
+ */
+#ifndef SLUICE_STAGE_STAGE_H
+#define SLUICE_STAGE_STAGE_H
+
+#include <sys/stat.h>
+
+/* 1 when this process has staged files (the hooks below may apply). */
+int stage_active(void);
+
+/* Each returns 1 when abs (absolute, normalised) is staged and the call was
+ * handled here (*rc: 0 or -errno), 0 when the caller goes on as usual. */
+int stage_path_stat(const char *abs, struct stat *st);
+int stage_path_unlink(const char *abs, int *rc);
+int stage_path_rename(const char *from, const char *to, int *rc);
+
+#endif

@@ -1,0 +1,700 @@
+/*
+ * The stage tier (`--mode stage`): files the program creates or truncates
+ * are written to a private node-local directory and published to the
+ * shared file system by background drainers, atomically, once closed and
+ * left alone for the stage delay (docs/stage.md).
+ *
+ * A staged file's descriptor is the data file's own descriptor: reads,
+ * writes, seeks and sizes run at the tier's speed with the kernel's own
+ * semantics. What reaches the shared file system (the existence checks,
+ * the publish) is counted on the fs side of the file's record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/diag.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/file.h"
+#include "interpose/interpose.h"
+#include "stage/journal.h"
+#include "stage/publish.h"
+#include "stage/stage.h"
+#include "stage/tierdir.h"
+
+#define STAGE_BUCKETS 1024
+#define STAGE_UNIT (4 << 20)
+
+/* One staged file, owned by this process while it is in the table. */
+struct staged {
+    struct journal_entry e;
+    int lockfd;                   /* data/ID, flock'ed: no other drainer touches it */
+    int opens;                    /* descriptions open on it */
+    int draining;                 /* a drainer is publishing it */
+    int failed;                   /* the last publish failed (reported once) */
+    int existed;                  /* the path existed on the shared file system when staged */
+    int64_t closed_ns;            /* last close */
+    struct sluice_record *rec;
+    struct staged *next;
+};
+
+struct stage_desc {
+    struct staged *s;             /* NULL: straight through to the shared file system */
+};
+
+static struct {
+    int usable;
+    int ddir, jdir;
+    char tier[4096];
+    char host[64];
+    mode_t umask;
+    unsigned long seq;
+    pthread_mutex_t lock;
+    pthread_cond_t work;          /* something to drain, or exit */
+    pthread_cond_t done;          /* a publish ended */
+    struct staged *buckets[STAGE_BUCKETS];
+    int count;                    /* staged files in the table */
+    int drainers;                 /* threads running */
+    int ending;                   /* process exit: no delay, everything goes */
+} st = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
+static unsigned bucket_of(const char *path)
+{
+    uint32_t h = 2166136261u;
+    for (; *path; path++)
+        h = (h ^ (unsigned char)*path) * 16777619u;
+    return h % STAGE_BUCKETS;
+}
+
+static struct staged *lookup_locked(const char *path)
+{
+    struct staged *s = st.buckets[bucket_of(path)];
+    while (s && strcmp(s->e.path, path) != 0)
+        s = s->next;
+    return s;
+}
+
+static void unlink_locked(struct staged *s)
+{
+    struct staged **pp = &st.buckets[bucket_of(s->e.path)];
+    while (*pp != s)
+        pp = &(*pp)->next;
+    *pp = s->next;
+    st.count--;
+}
+
+static void insert_locked(struct staged *s)
+{
+    unsigned b = bucket_of(s->e.path);
+    s->next = st.buckets[b];
+    st.buckets[b] = s;
+    st.count++;
+}
+
+static void forget_locked(struct staged *s)
+{
+    unlink_locked(s);
+    SLUICE_REAL(close)(s->lockfd);   /* releases the lock */
+    free(s);
+    pthread_cond_broadcast(&st.done);
+}
+
+static int stage_init(void)
+{
+    char why[512];
+    int root;
+    mode_t m;
+
+    if (sluice_cfg.tier[0])
+        snprintf(st.tier, sizeof st.tier, "%s", sluice_cfg.tier);
+    else
+        tierdir_default(st.tier, sizeof st.tier);
+    if (tierdir_open(st.tier, &root, &st.ddir, &st.jdir, why, sizeof why) != 0) {
+        sluice_diag("stage mode: %s; files are written straight to the shared file system", why);
+        return 0;   /* the tier stays in the stack and passes everything through */
+    }
+    SLUICE_REAL(close)(root);
+    if (gethostname(st.host, sizeof st.host - 1) != 0)
+        strcpy(st.host, "host");
+    for (char *p = st.host; *p; p++)
+        if (*p == '/' || *p == '.')
+            *p = '_';
+    m = umask(0);   /* the constructor runs before any thread */
+    umask(m);
+    st.umask = m;
+    st.usable = 1;
+    return 0;
+}
+
+static inline struct stage_desc *desc_of(struct sluice_file *f, int level)
+{
+    return f->tier_state[level];
+}
+
+static void count_fs(struct sluice_file *f, int counter, uint64_t t0, int failed)
+{
+    if (failed)
+        sluice_count_error(f->rec, SLUICE_SIDES_FS);
+    else
+        sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
+}
+
+/* ------------------------------------------------------------ drainers */
+
+/* The next file due for publishing, or NULL; *wait_ns: until the next one. */
+static struct staged *next_due_locked(int64_t now, int64_t *wait_ns)
+{
+    int64_t delay = st.ending ? 0 : sluice_cfg.stage_delay_ms * 1000000;
+
+    *wait_ns = 100000000;
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next) {
+            /* a failed file waits for `sluice drain` (or a reopen) */
+            if (s->e.state != JOURNAL_CLOSED || s->opens || s->draining || s->failed)
+                continue;
+            int64_t due = s->closed_ns + delay;
+            if (due <= now)
+                return s;
+            if (due - now < *wait_ns)
+                *wait_ns = due - now;
+        }
+    return NULL;
+}
+
+static void *drainer_main(void *arg)
+{
+    sigset_t all;
+    char why[512];
+
+    (void)arg;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    sluice__guard = 1;
+    pthread_mutex_lock(&st.lock);
+    for (;;) {
+        int64_t wait_ns;
+        struct staged *s = next_due_locked(journal_now_ns(), &wait_ns);
+        if (!s) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += wait_ns / 1000000000;
+            ts.tv_nsec += wait_ns % 1000000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&st.work, &st.lock, &ts);
+            continue;
+        }
+        struct journal_entry e = s->e;
+        s->draining = 1;
+        pthread_mutex_unlock(&st.lock);
+        int rc = publish_entry(st.ddir, &e, STAGE_UNIT, s->rec, why, sizeof why);
+        pthread_mutex_lock(&st.lock);
+        s->draining = 0;
+        if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
+            /* reopened, renamed or unlinked meanwhile: it goes again later */
+            pthread_cond_broadcast(&st.done);
+            continue;
+        }
+        if (rc == 0) {
+            publish_finish(st.ddir, st.jdir, &s->e);
+            forget_locked(s);
+        } else {
+            if (!s->failed)
+                sluice_diag("stage mode: cannot publish %s (%s); it stays on the tier %s until `sluice drain`",
+                            s->e.path, why, st.tier);
+            s->failed = 1;
+            snprintf(s->e.error, sizeof s->e.error, "%.255s", why);
+            s->e.updated_ns = journal_now_ns();
+            (void)journal_write(st.jdir, &s->e);
+            pthread_cond_broadcast(&st.done);
+        }
+    }
+    return NULL;
+}
+
+static void drainers_start_locked(void)
+{
+    int want = sluice_cfg.stage_drainers > 0 ? (int)sluice_cfg.stage_drainers : 1;
+
+    while (st.drainers < want) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &a, drainer_main, NULL);
+        pthread_attr_destroy(&a);
+        if (rc != 0)
+            break;
+        st.drainers++;
+    }
+}
+
+/* ------------------------------------------------------------ open */
+
+/* Flags for the data file: the program's access mode and position rules. */
+static int data_flags(int flags)
+{
+    return (flags & (O_ACCMODE | O_APPEND | O_TRUNC | O_CLOEXEC)) | O_NOFOLLOW;
+}
+
+/* Room on the tier for a new file. */
+static int tier_has_room(void)
+{
+    struct statvfs sv;
+    if (fstatvfs(st.ddir, &sv) != 0)
+        return 0;
+    return (int64_t)sv.f_bavail * (int64_t)sv.f_frsize >= sluice_cfg.stage_reserve;
+}
+
+/* A new staged file for abs; returns the data file's descriptor or -errno. */
+static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const char *abs, int flags,
+                            mode_t mode, int existed)
+{
+    struct staged *s = calloc(1, sizeof *s);
+    int fd, err;
+
+    if (!s)
+        return -ENOMEM;
+    snprintf(s->e.id, sizeof s->e.id, "%s-%ld-%lu", st.host, (long)getpid(), ++st.seq);
+    snprintf(s->e.path, sizeof s->e.path, "%s", abs);
+    s->e.mode = (existed ? mode : mode & ~st.umask) & 07777;
+    s->e.state = JOURNAL_OPEN;
+    s->e.pid = getpid();
+    s->e.created_ns = s->e.updated_ns = journal_now_ns();
+    s->existed = existed;
+    s->rec = f->rec;
+    fd = SLUICE_REAL(openat)(st.ddir, s->e.id, data_flags(flags) | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        err = -errno;
+        free(s);
+        return err;
+    }
+    s->lockfd = SLUICE_REAL(openat)(st.ddir, s->e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (s->lockfd < 0 || SLUICE_REAL(flock)(s->lockfd, LOCK_EX | LOCK_NB) != 0 ||
+        (err = journal_write(st.jdir, &s->e)) != 0) {
+        err = -EIO;
+        if (s->lockfd >= 0)
+            SLUICE_REAL(close)(s->lockfd);
+        SLUICE_REAL(close)(fd);
+        SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
+        free(s);
+        return err;
+    }
+    s->opens = 1;
+    insert_locked(s);
+    d->s = s;
+    return fd;
+}
+
+static int stage_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
+{
+    struct stage_desc *d = desc_of(f, level);
+    const char *abs = f->rec->path;
+    struct staged *s;
+    struct stat sb;
+    int fd, existed = 0;
+    uint64_t t0;
+
+    d->s = NULL;
+    if (!st.usable || abs[0] != '/')
+        return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    pthread_mutex_lock(&st.lock);
+    s = lookup_locked(abs);
+    if (s) {
+        /* Staged here already: the data file, and no shared-FS operation. */
+        if ((flags & O_CREAT) && (flags & O_EXCL)) {
+            pthread_mutex_unlock(&st.lock);
+            return -EEXIST;
+        }
+        fd = SLUICE_REAL(openat)(st.ddir, s->e.id, data_flags(flags), 0);
+        if (fd < 0) {
+            fd = -errno;
+        } else {
+            s->opens++;
+            s->failed = 0;
+            if (s->e.state != JOURNAL_OPEN) {
+                s->e.state = JOURNAL_OPEN;
+                s->e.updated_ns = journal_now_ns();
+                (void)journal_write(st.jdir, &s->e);
+            }
+            d->s = s;
+        }
+        pthread_mutex_unlock(&st.lock);
+        return fd;
+    }
+    pthread_mutex_unlock(&st.lock);
+
+    /* Not staged: only a new or truncated file for writing is; reading or
+     * updating an existing file goes straight through. */
+    if ((flags & O_ACCMODE) == O_RDONLY || !(flags & (O_CREAT | O_TRUNC)) || (flags & (O_DIRECTORY | O_PATH)))
+        return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    t0 = sluice_now();
+    if (SLUICE_REAL(stat)(abs, &sb) == 0) {
+        count_fs(f, POSIX_STATS, t0, 0);
+        if (!S_ISREG(sb.st_mode) || !(flags & O_TRUNC) || (flags & O_EXCL))
+            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);   /* update, or the kernel's error */
+        existed = 1;
+        mode = sb.st_mode;
+    } else if (errno != ENOENT || !(flags & O_CREAT)) {
+        count_fs(f, POSIX_STATS, t0, 1);
+        return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    } else {
+        count_fs(f, POSIX_STATS, t0, 1);
+        /* The directory must exist on the shared file system, as for open(). */
+        char dir[4096];
+        const char *slash = strrchr(abs, '/');
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - abs), abs);
+        t0 = sluice_now();
+        if (dir[0] && (SLUICE_REAL(stat)(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            count_fs(f, POSIX_STATS, t0, 1);
+            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+        }
+        count_fs(f, POSIX_STATS, t0, 0);
+    }
+    if (!tier_has_room()) {
+        uint64_t t = sluice_now();
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACKS, t, t);
+        return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    }
+    pthread_mutex_lock(&st.lock);
+    fd = stage_new_locked(f, d, abs, flags, mode, existed);
+    pthread_mutex_unlock(&st.lock);
+    if (fd < 0)
+        return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    return fd;
+}
+
+/* ------------------------------------------------------------ data */
+
+/* The tier is full under a staged file: publish what it holds, point the
+ * descriptor at the shared file (same number, same position) and go on
+ * straight through. 0 or -errno. */
+static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
+{
+    struct staged *s = d->s;
+    char why[512];
+    int rc, nfd;
+    off_t pos = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
+
+    pthread_mutex_lock(&st.lock);
+    while (s->draining)
+        pthread_cond_wait(&st.done, &st.lock);
+    rc = publish_entry(st.ddir, &s->e, STAGE_UNIT, s->rec, why, sizeof why);
+    if (rc == 0) {
+        nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
+        if (nfd < 0 || SLUICE_REAL(dup2)(nfd, f->fd) < 0) {
+            rc = -errno;
+        } else {
+            if (pos >= 0)
+                SLUICE_REAL(lseek)(f->fd, pos, SEEK_SET);
+            if (--s->opens == 0) {
+                publish_finish(st.ddir, st.jdir, &s->e);
+                forget_locked(s);
+            }
+            d->s = NULL;
+            uint64_t t = sluice_now();
+            sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACKS, t, t);
+        }
+        if (nfd >= 0)
+            SLUICE_REAL(close)(nfd);
+    }
+    pthread_mutex_unlock(&st.lock);
+    return rc;
+}
+
+static ssize_t sys(ssize_t rc)
+{
+    return rc < 0 ? -errno : rc;
+}
+
+static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
+{
+    if (!desc_of(f, level)->s)
+        return sluice_tier_read(f, level + 1, buf, n, off);
+    return sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off));
+}
+
+static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
+{
+    struct stage_desc *d = desc_of(f, level);
+    ssize_t rc;
+
+    if (!d->s)
+        return sluice_tier_write(f, level + 1, buf, n, off);
+    rc = sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off));
+    if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
+        return sluice_tier_write(f, level + 1, buf, n, off);
+    return rc;
+}
+
+static ssize_t stage_readv(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    if (!desc_of(f, level)->s)
+        return sluice_tier_readv(f, level + 1, iov, cnt, off, flags);
+    if (flags)
+        return sys(SLUICE_REAL(preadv2)(f->fd, iov, cnt, off, flags));
+    return sys(off < 0 ? SLUICE_REAL(readv)(f->fd, iov, cnt) : SLUICE_REAL(preadv)(f->fd, iov, cnt, off));
+}
+
+static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    struct stage_desc *d = desc_of(f, level);
+    ssize_t rc;
+
+    if (!d->s)
+        return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
+    if (flags)
+        rc = sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags));
+    else
+        rc = sys(off < 0 ? SLUICE_REAL(writev)(f->fd, iov, cnt) : SLUICE_REAL(pwritev)(f->fd, iov, cnt, off));
+    if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
+        return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
+    return rc;
+}
+
+static off_t stage_lseek(struct sluice_file *f, int level, off_t off, int whence)
+{
+    if (!desc_of(f, level)->s)
+        return sluice_tier_lseek(f, level + 1, off, whence);
+    off_t rc = SLUICE_REAL(lseek)(f->fd, off, whence);
+    return rc < 0 ? -errno : rc;
+}
+
+static int stage_fsync(struct sluice_file *f, int level, int datasync)
+{
+    /* A staged file is durable as the tier is; it reaches the shared file
+     * system when closed (docs/stage.md). */
+    if (!desc_of(f, level)->s)
+        return sluice_tier_fsync(f, level + 1, datasync);
+    return (datasync ? SLUICE_REAL(fdatasync)(f->fd) : SLUICE_REAL(fsync)(f->fd)) < 0 ? -errno : 0;
+}
+
+static int stage_ftruncate(struct sluice_file *f, int level, off_t len)
+{
+    if (!desc_of(f, level)->s)
+        return sluice_tier_ftruncate(f, level + 1, len);
+    return SLUICE_REAL(ftruncate)(f->fd, len) < 0 ? -errno : 0;
+}
+
+static int stage_fstat(struct sluice_file *f, int level, struct stat *sb)
+{
+    struct staged *s = desc_of(f, level)->s;
+
+    if (!s)
+        return sluice_tier_fstat(f, level + 1, sb);
+    if (SLUICE_REAL(fstat)(f->fd, sb) < 0)
+        return -errno;
+    sb->st_mode = (sb->st_mode & ~07777) | s->e.mode;
+    return 0;
+}
+
+static int stage_close(struct sluice_file *f, int level)
+{
+    struct stage_desc *d = desc_of(f, level);
+    struct staged *s = d->s;
+    int rc;
+
+    if (!s)
+        return sluice_tier_close(f, level + 1);
+    rc = SLUICE_REAL(close)(f->fd) < 0 ? -errno : 0;
+    pthread_mutex_lock(&st.lock);
+    if (--s->opens == 0) {
+        s->e.state = JOURNAL_CLOSED;
+        s->closed_ns = s->e.updated_ns = journal_now_ns();
+        (void)journal_write(st.jdir, &s->e);
+        drainers_start_locked();
+        pthread_cond_signal(&st.work);
+    }
+    pthread_mutex_unlock(&st.lock);
+    d->s = NULL;
+    return rc;
+}
+
+static int stage_control(struct sluice_file *f, int level, int op, void *arg)
+{
+    /* A staged file's descriptor is the kernel's own: mmap, locks and stdio
+     * work on it as they are. */
+    if (!desc_of(f, level)->s)
+        return sluice_tier_control(f, level + 1, op, arg);
+    return 0;
+}
+
+/* ------------------------------------------------------------ whole process */
+
+static int64_t pending_bytes_locked(int *files)
+{
+    int64_t bytes = 0;
+    struct stat sb;
+
+    *files = 0;
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next)
+            if (!s->failed) {
+                (*files)++;
+                if (SLUICE_REAL(fstat)(s->lockfd, &sb) == 0)
+                    bytes += sb.st_size;
+            }
+    return bytes;
+}
+
+static int stage_quiesce(unsigned why)
+{
+    int64_t start = journal_now_ns();
+    int told = 0, files;
+
+    /* Staged bytes are safe on the tier: a fork child shares them, and a
+     * signal handler may not wait; the journal lets `sluice recover` finish. */
+    if (!st.usable || (why & (SLUICE_QUIESCE_FORK | SLUICE_QUIESCE_SIGNAL)))
+        return 0;
+    pthread_mutex_lock(&st.lock);
+    if (st.count == 0 || sluice_cfg.stage_detach) {
+        pthread_mutex_unlock(&st.lock);
+        return 0;
+    }
+    /* The program is ending: what it still holds open is complete. */
+    st.ending = 1;
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next)
+            if (s->e.state == JOURNAL_OPEN) {
+                s->opens = 0;
+                s->e.state = JOURNAL_CLOSED;
+                s->closed_ns = journal_now_ns();
+                (void)journal_write(st.jdir, &s->e);
+            }
+    drainers_start_locked();
+    pthread_cond_broadcast(&st.work);
+    for (;;) {
+        int64_t bytes = pending_bytes_locked(&files);
+        int busy = 0;
+        for (int b = 0; b < STAGE_BUCKETS; b++)
+            for (struct staged *s = st.buckets[b]; s; s = s->next)
+                busy |= s->draining || !s->failed;
+        if (!busy)
+            break;
+        if (!told && journal_now_ns() - start > 1000000000LL) {
+            sluice_diag("stage mode: waiting for %d file%s (%.1f MiB) to reach the shared file system", files,
+                        files == 1 ? "" : "s", bytes / 1048576.0);
+            told = 1;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&st.done, &st.lock, &ts);
+    }
+    pthread_mutex_unlock(&st.lock);
+    return 0;
+}
+
+static void stage_after_fork_child(void)
+{
+    /* The parent's staged files stay the parent's: forget them here. */
+    pthread_mutex_init(&st.lock, NULL);
+    pthread_cond_init(&st.work, NULL);
+    pthread_cond_init(&st.done, NULL);
+    memset(st.buckets, 0, sizeof st.buckets);
+    st.count = 0;
+    st.drainers = 0;
+}
+
+/* ------------------------------------------------------------ path operations */
+
+int stage_active(void)
+{
+    return st.usable && __atomic_load_n(&st.count, __ATOMIC_RELAXED) > 0;
+}
+
+int stage_path_stat(const char *abs, struct stat *sb)
+{
+    int handled = 0;
+
+    pthread_mutex_lock(&st.lock);
+    struct staged *s = lookup_locked(abs);
+    if (s && SLUICE_REAL(fstat)(s->lockfd, sb) == 0) {
+        sb->st_mode = (sb->st_mode & ~07777) | s->e.mode;
+        handled = 1;
+    }
+    pthread_mutex_unlock(&st.lock);
+    return handled;
+}
+
+int stage_path_unlink(const char *abs, int *rc)
+{
+    pthread_mutex_lock(&st.lock);
+    struct staged *s = lookup_locked(abs);
+    if (!s || s->draining) {
+        pthread_mutex_unlock(&st.lock);
+        return 0;   /* not ours (or being published: the kernel's unlink after it) */
+    }
+    int existed = s->existed;
+    SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
+    SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
+    /* Open descriptors keep the (now nameless) data file, as unlink does. */
+    forget_locked(s);
+    pthread_mutex_unlock(&st.lock);
+    *rc = existed ? (SLUICE_REAL(unlink)(abs) == 0 || errno == ENOENT ? 0 : -errno) : 0;
+    return 1;
+}
+
+int stage_path_rename(const char *from, const char *to, int *rc)
+{
+    pthread_mutex_lock(&st.lock);
+    struct staged *s = lookup_locked(from), *t = lookup_locked(to);
+    if (!s || s->draining || (t && t->draining) || strlen(to) >= sizeof s->e.path) {
+        pthread_mutex_unlock(&st.lock);
+        return 0;
+    }
+    if (t && t != s) {
+        SLUICE_REAL(unlinkat)(st.ddir, t->e.id, 0);
+        SLUICE_REAL(unlinkat)(st.jdir, t->e.id, 0);
+        forget_locked(t);
+    }
+    int existed = s->existed;
+    unlink_locked(s);
+    snprintf(s->e.path, sizeof s->e.path, "%s", to);
+    s->e.updated_ns = journal_now_ns();
+    s->existed = 0;
+    insert_locked(s);
+    (void)journal_write(st.jdir, &s->e);
+    pthread_cond_signal(&st.work);
+    pthread_mutex_unlock(&st.lock);
+    *rc = existed ? (SLUICE_REAL(unlink)(from) == 0 || errno == ENOENT ? 0 : -errno) : 0;
+    return 1;
+}
+
+const struct sluice_tier_ops sluice_tier_stage = {
+    .size = sizeof(struct sluice_tier_ops),
+    .abi = SLUICE_TIER_ABI,
+    .name = "stage",
+    .caps = SLUICE_TIER_BUFFERS_WRITES,
+    .file_state = sizeof(struct stage_desc),
+    .init = stage_init,
+    .open = stage_open,
+    .read = stage_read,
+    .write = stage_write,
+    .readv = stage_readv,
+    .writev = stage_writev,
+    .lseek = stage_lseek,
+    .fsync = stage_fsync,
+    .ftruncate = stage_ftruncate,
+    .fstat = stage_fstat,
+    .close = stage_close,
+    .control = stage_control,
+    .quiesce = stage_quiesce,
+    .after_fork_child = stage_after_fork_child,
+};
