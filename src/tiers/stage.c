@@ -434,6 +434,20 @@ static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, si
     if (!d->s)
         return sluice_tier_write(f, level + 1, buf, n, off);
     rc = sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off));
+    if (rc > 0 && (size_t)rc < n) {
+        /* short: the tier filled up in the middle; the rest meets ENOSPC */
+        size_t done = (size_t)rc;
+        ssize_t more = sys(off < 0 ? SLUICE_REAL(write)(f->fd, (const char *)buf + done, n - done)
+                                   : SLUICE_REAL(pwrite)(f->fd, (const char *)buf + done, n - done, off + (off_t)done));
+        if (more > 0)
+            return (ssize_t)done + more;
+        if ((more == -ENOSPC || more == -EDQUOT) && stage_move_to_shared(f, d) == 0) {
+            more = sluice_tier_write(f, level + 1, (const char *)buf + done, n - done,
+                                     off < 0 ? off : off + (off_t)done);
+            return more > 0 ? (ssize_t)done + more : (ssize_t)done;
+        }
+        return rc;
+    }
     if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
         return sluice_tier_write(f, level + 1, buf, n, off);
     return rc;
@@ -667,6 +681,10 @@ int stage_path_rename(const char *from, const char *to, int *rc)
     int existed = s->existed;
     unlink_locked(s);
     snprintf(s->e.path, sizeof s->e.path, "%s", to);
+    /* what reaches the shared file system for it is counted on its new name */
+    struct sluice_record *rec = sluice_record_get(SLUICE_MOD_POSIX, to);
+    if (rec)
+        s->rec = rec;
     s->e.updated_ns = journal_now_ns();
     s->existed = 0;
     insert_locked(s);

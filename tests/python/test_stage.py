@@ -1,0 +1,240 @@
+"""Stage mode, end to end: files land on a private node-local tier, are
+published atomically to the shared file system, survive SIGKILL through
+`sluice recover`, and cost the shared file system far fewer metadata
+operations."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import bin_path, file_entry, python_env, report_json, sluice
+
+
+def record_bytes(records: int, size: int) -> bytes:
+    return b"".join(bytes([r % 251]) * size for r in range(records))
+
+
+@pytest.fixture
+def tier(tmp_path: Path) -> Path:
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
+    t = base / f"sluice-test-tier-{os.getpid()}-{tmp_path.name}"
+    yield t
+    subprocess.run(["rm", "-rf", str(t)])
+
+
+def stage_run(tier: Path, target: Path, logdir: Path, *argv: str, extra: tuple[str, ...] = (),
+              check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    return sluice("run", "--mode", "stage", "--tier", str(tier), "--stage-delay", "200", "--log-dir", str(logdir),
+                  "--path", str(target), *extra, "--", *argv, check=check, env=env)
+
+
+def tier_entries(tier: Path) -> list[str]:
+    j = tier / "journal"
+    return sorted(p.name for p in j.iterdir()) if j.is_dir() else []
+
+
+def test_files_are_published_whole_with_their_mode(target, tier, logdir):
+    f = target / "out.dat"
+    stage_run(tier, target, logdir, bin_path("stagewriter"), str(f), "64", "65536", "0")
+    assert f.read_bytes() == record_bytes(64, 65536)
+    assert f.stat().st_mode & 0o777 == 0o640 & ~_umask()
+    # nothing left on the tier, no temporary file left beside the result
+    assert tier_entries(tier) == [] and list((tier / "data").iterdir()) == []
+    assert [p.name for p in target.iterdir()] == ["out.dat"]
+    assert (tier.stat().st_mode & 0o777) == 0o700
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def test_reopening_costs_the_shared_file_system_nothing(target, tier, logdir):
+    f = target / "log.txt"
+    ops = [f"creat:{f}", "write:100", "close"]
+    for _ in range(50):
+        ops += [f"open:{f}:w,append", "write:10", "close", f"stat:{f}"]
+    stage_run(tier, target, logdir, bin_path("sluice-io"), *ops)
+    assert f.read_bytes() == b"x" * 600
+    e = file_entry(report_json(logdir), f)
+    app, fs = e["app"], e["fs"]
+    assert app["POSIX_OPENS"] == 51 and app["POSIX_STATS"] == 50 and app["POSIX_WRITES"] == 51
+    # the shared file system saw: the existence check of the file and of its
+    # directory, then one publish (create the temporary name, one write, rename)
+    assert fs["POSIX_OPENS"] == 1 and fs["POSIX_WRITES"] == 1 and fs["POSIX_RENAMES"] == 1
+    assert fs["POSIX_STATS"] == 1 and fs["POSIX_BYTES_WRITTEN"] == 600
+
+
+def test_staged_paths_answer_stat_unlink_rename(target, tier, logdir):
+    a, b, c = target / "a", target / "b", target / "c"
+    res = stage_run(tier, target, logdir, bin_path("sluice-io"),
+                    f"creat:{a}", "write:300", "close", f"stat:{a}", f"rename:{a}:{b}", f"stat:{a}", f"stat:{b}",
+                    f"creat:{c}", "write:5", "close", f"unlink:{c}", f"stat:{c}")
+    rets = [json.loads(line)["ret"] for line in res.stdout.splitlines() if line.startswith("{")]
+    assert rets[3:7] == [0, 0, -1, 0] and rets[-2:] == [0, -1]
+    assert sorted(p.name for p in target.iterdir()) == ["b"] and b.read_bytes() == b"x" * 300
+    r = report_json(logdir)
+    # the program's rename never reached the shared file system; the publish
+    # of b did (its temporary name renamed to b)
+    assert file_entry(r, a)["fs"]["POSIX_RENAMES"] == 0 and file_entry(r, a)["app"]["POSIX_RENAMES"] == 1
+    assert file_entry(r, b)["fs"]["POSIX_RENAMES"] == 1 and file_entry(r, b)["fs"]["POSIX_OPENS"] == 1
+
+
+def test_updating_an_existing_file_goes_straight_through(target, tier, logdir):
+    f = target / "old.dat"
+    f.write_bytes(b"y" * 1000)
+    stage_run(tier, target, logdir, bin_path("sluice-io"), f"open:{f}:w", "write:10", "close")
+    assert f.read_bytes() == b"x" * 10 + b"y" * 990
+    assert tier_entries(tier) == []
+
+
+def test_detach_then_drain(target, tier, logdir):
+    f = target / "late.dat"
+    stage_run(tier, target, logdir, bin_path("stagewriter"), str(f), "10", "1000", "0", extra=("--detach",))
+    assert not f.exists() and len(tier_entries(tier)) == 1
+    sluice("drain", "--tier", str(tier))
+    assert f.read_bytes() == record_bytes(10, 1000) and tier_entries(tier) == []
+
+
+# ---------------------------------------------------------------- crashes
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sigkill_then_recover_loses_nothing(target, tier, logdir, seed):
+    """Kill the writer at a random point: every byte it reported written is
+    published by `sluice recover`, and before that no partial file has its
+    final name."""
+    rnd = random.Random(seed)
+    f = target / "ckpt.dat"
+    env = python_env()
+    cmd = [sys.executable, "-m", "sluice", "run", "-q", "--mode", "stage", "--tier", str(tier),
+           "--log-dir", str(logdir), "--path", str(target), "--",
+           bin_path("stagewriter"), str(f), "400", "16384", "2000"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    reported = 0
+    deadline = time.time() + rnd.uniform(0.05, 0.6)
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if line.startswith("wrote "):
+            reported = int(line.split()[1])
+    os.killpg(p.pid, signal.SIGKILL)
+    rest = p.stdout.read()
+    for line in rest.splitlines():
+        if line.startswith("wrote "):
+            reported = int(line.split()[1])
+    p.wait()
+    assert not f.exists()   # killed before close: nothing under the final name
+    sluice("recover", str(tier))
+    data = f.read_bytes()
+    assert len(data) >= reported
+    full = record_bytes(400, 16384)
+    assert data == full[:len(data)]
+    assert tier_entries(tier) == []
+    sluice("recover", str(tier))   # idempotent
+    assert f.read_bytes() == data
+
+
+def test_reader_never_sees_a_partial_file(target, tier, logdir):
+    f = target / "big.dat"
+    size = 8 * 1024 * 1024
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(len(f.read_bytes()))
+            except FileNotFoundError:
+                pass
+
+    t = threading.Thread(target=poll)
+    t.start()
+    try:
+        stage_run(tier, target, logdir, bin_path("stagewriter"), str(f), "128", "65536", "500")
+    finally:
+        stop.set()
+        t.join()
+    assert seen and set(seen) == {size}
+
+
+# ---------------------------------------------------------------- failures
+
+@pytest.fixture
+def small_fs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root")
+    d = tmp_path / "shared"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
+    yield d
+    subprocess.run(["umount", "-l", str(d)])
+
+
+def test_full_shared_file_system_keeps_the_data_until_drain(small_fs, tier, logdir):
+    f = small_fs / "result.dat"
+    res = stage_run(tier, small_fs, logdir, bin_path("stagewriter"), str(f), "32", "65536", "0")
+    assert "cannot publish" in res.stderr and "sluice drain" in res.stderr
+    assert not f.exists() and len(tier_entries(tier)) == 1
+    entry = (tier / "journal" / tier_entries(tier)[0]).read_text()
+    assert "state=closed" in entry and "error=" in entry and "No space left" in entry
+    assert [p.name for p in small_fs.iterdir()] == []   # the temporary file went too
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_fs)], check=True)
+    sluice("drain", "--tier", str(tier))
+    assert f.read_bytes() == record_bytes(32, 65536)
+
+
+def test_full_tier_goes_straight_through(tmp_path, target, logdir):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root")
+    t = tmp_path / "tier"
+    t.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(t)], check=True)
+    try:
+        f = target / "large.dat"
+        stage_run(t, target, logdir, bin_path("stagewriter"), str(f), "48", "65536", "0",
+                  env={"SLUICE_STAGE_RESERVE": "0"})
+        assert f.read_bytes() == record_bytes(48, 65536)
+        assert file_entry(report_json(logdir), f)["app"]["POSIX_FALLBACKS"] == 1
+    finally:
+        subprocess.run(["umount", "-l", str(t)])
+
+
+# ---------------------------------------------------------------- security
+
+def test_tier_that_is_a_symlink_is_refused(target, tmp_path, logdir):
+    real = tmp_path / "elsewhere"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "tier-link"
+    link.symlink_to(real)
+    f = target / "f"
+    res = stage_run(link, target, logdir, bin_path("stagewriter"), str(f), "2", "100", "0")
+    assert "is a symbolic link" in res.stderr and str(link) in res.stderr
+    assert f.read_bytes() == record_bytes(2, 100)   # straight to the shared file system
+    assert list(real.iterdir()) == []
+
+
+def test_tier_owned_by_another_user_is_refused(target, tmp_path, logdir):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a directory to another user")
+    t = tmp_path / "theirs"
+    t.mkdir(mode=0o700)
+    os.chown(t, 65534, 65534)
+    f = target / "f"
+    res = stage_run(t, target, logdir, bin_path("stagewriter"), str(f), "2", "100", "0")
+    assert "belongs to uid 65534" in res.stderr
+    assert f.read_bytes() == record_bytes(2, 100)
+    assert list(t.iterdir()) == []
+    t.chmod(0o755)
+    os.chown(t, 0, 0)
+    res = stage_run(t, target, logdir, bin_path("stagewriter"), str(f), "2", "100", "0")
+    assert "open to other users" in res.stderr
