@@ -68,6 +68,26 @@ static struct {
     int ending;                   /* process exit: no delay, everything goes */
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
+/* Directories known to exist on the shared file system: a new file in one
+ * costs no stat of its directory (most recent first, a small ring). */
+#define KNOWN_DIRS 64
+static char known_dirs[KNOWN_DIRS][512];
+static unsigned known_next;
+
+static int dir_known_locked(const char *dir)
+{
+    for (int i = 0; i < KNOWN_DIRS; i++)
+        if (known_dirs[i][0] && strcmp(known_dirs[i], dir) == 0)
+            return 1;
+    return 0;
+}
+
+static void dir_remember_locked(const char *dir)
+{
+    if (strlen(dir) < sizeof known_dirs[0])
+        snprintf(known_dirs[known_next++ % KNOWN_DIRS], sizeof known_dirs[0], "%s", dir);
+}
+
 static unsigned bucket_of(const char *path)
 {
     uint32_t h = 2166136261u;
@@ -356,12 +376,20 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
         char dir[4096];
         const char *slash = strrchr(abs, '/');
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - abs), abs);
-        t0 = sluice_now();
-        if (dir[0] && (SLUICE_REAL(stat)(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-            count_fs(f, POSIX_STATS, t0, 1);
-            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+        pthread_mutex_lock(&st.lock);
+        int known = !dir[0] || dir_known_locked(dir);
+        pthread_mutex_unlock(&st.lock);
+        if (!known) {
+            t0 = sluice_now();
+            if (SLUICE_REAL(stat)(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+                count_fs(f, POSIX_STATS, t0, 1);
+                return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+            }
+            count_fs(f, POSIX_STATS, t0, 0);
+            pthread_mutex_lock(&st.lock);
+            dir_remember_locked(dir);
+            pthread_mutex_unlock(&st.lock);
         }
-        count_fs(f, POSIX_STATS, t0, 0);
     }
     if (!tier_has_room()) {
         uint64_t t = sluice_now();
@@ -622,6 +650,7 @@ static void stage_after_fork_child(void)
     pthread_cond_init(&st.work, NULL);
     pthread_cond_init(&st.done, NULL);
     memset(st.buckets, 0, sizeof st.buckets);
+    memset(known_dirs, 0, sizeof known_dirs);
     st.count = 0;
     st.drainers = 0;
 }

@@ -57,6 +57,7 @@ VARIANTS: dict[str, Variant] = {
         Variant("plain", None, "the program alone"),
         Variant("sluice-profile", "profile", "under `sluice run --mode profile` (counters only)"),
         Variant("sluice-buffer", "buffer", "under `sluice run --mode buffer` (write-behind and read-ahead)"),
+        Variant("sluice-stage", "stage", "under `sluice run --mode stage` (node-local tier, published at close)"),
     )
 }
 

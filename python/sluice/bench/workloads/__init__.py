@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sluice.bench.workloads.amr_ckpt import AmrCkpt
 from sluice.bench.workloads.amr_n1 import AmrN1
+from sluice.bench.workloads.ckpt_burst import CkptBurst
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, format_size, parse_size
 from sluice.bench.workloads.ensemble import Ensemble
 from sluice.bench.workloads.fpp_netcdf import FppNetcdf
@@ -13,7 +14,7 @@ from sluice.bench.workloads.smallio import SmallIO
 from sluice.errors import UserError
 
 WORKLOADS: dict[str, type[Workload]] = {
-    w.name: w for w in (Limits, SmallIO, Ensemble, FppNetcdf, AmrN1, AmrCkpt, Overhead)
+    w.name: w for w in (Limits, SmallIO, Ensemble, CkptBurst, FppNetcdf, AmrN1, AmrCkpt, Overhead)
 }
 
 

@@ -167,7 +167,10 @@ class RunContext:
 
 # What the benchmarks quote from sluice's own logs, on both sides.
 _QUOTED_COUNTERS = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX_SEEKS",
-                    "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_FALLBACKS")
+                    "POSIX_RENAMES", "POSIX_UNLINKS", "POSIX_MKDIRS", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN",
+                    "POSIX_FALLBACKS")
+# Metadata operations: what loads a parallel file system's metadata server.
+META_COUNTERS = ("POSIX_OPENS", "POSIX_STATS", "POSIX_RENAMES", "POSIX_UNLINKS", "POSIX_MKDIRS")
 
 
 def _counter_totals(log_dir: Path) -> dict[str, dict[str, int]]:
@@ -183,6 +186,13 @@ def fs_count(data: dict[str, Any], counter: str, own: str) -> float:
     own count (field `own` of its JSON line)."""
     c = data.get("sluice_counters")
     return float(c["fs"][counter]) if c else float(data[own])
+
+
+def fs_meta_count(data: dict[str, Any], own_opens: str) -> float:
+    """Metadata operations that reached the file system in one program run:
+    sluice's fs-side counters under sluice, else the program's own opens."""
+    c = data.get("sluice_counters")
+    return float(sum(c["fs"][k] for k in META_COUNTERS)) if c else float(data[own_opens])
 
 
 def _last_json_line(text: str) -> dict[str, Any] | None:

@@ -4,7 +4,7 @@ reading a little of shared input files (Agro-IBIS on Lustre)."""
 
 from __future__ import annotations
 
-from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, rate
+from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, fs_meta_count, rate
 from sluice.bench.workloads.smallio import WALL
 from sluice.errors import UserError
 
@@ -15,6 +15,7 @@ class Ensemble(Workload):
     name = "ensemble"
     summary = "N instances each appending small records to hundreds of small files, step after step"
     reads = True
+    variants = ("plain", "sluice-stage")
     native_programs = ("sluice-bench-ensemble",)
     params = (
         Param("procs", 4, "instances running at once (one process each)"),
@@ -30,6 +31,8 @@ class Ensemble(Workload):
         Metric("seconds", "s", "lower", help="all instances, first start to last exit"),
         Metric("opens_per_s", "ops/s", limit="open_close_per_s", help="open+close pairs per second, all instances"),
         Metric("write_MBps", "MB/s", limit="write_MBps", help="record bytes per second"),
+        Metric("fs_meta_ops", "ops", "lower",
+               help="opens, stats, renames, unlinks, mkdirs that reached the file system (plain: its opens)"),
         WALL,
     )
 
@@ -53,5 +56,6 @@ class Ensemble(Workload):
             "seconds": r["seconds"],
             "opens_per_s": rate(r["opens"], r["seconds"]),
             "write_MBps": rate(r["bytes_written"], r["seconds"], MB),
+            "fs_meta_ops": fs_meta_count(r, "opens"),
             "wall_seconds": ctx.wall_seconds,
         }
