@@ -13,13 +13,20 @@
 #include "core/counters.h"
 #include "interpose/real.h"
 
-/* DIR/.NAME.sluice-ID for final path DIR/NAME. */
+/* DIR/.NAME.sluice-ID for final path DIR/NAME, NAME shortened (in bytes)
+ * so that the whole name fits in a directory entry (255 bytes). */
 static int temp_name(const struct journal_entry *e, char *out, size_t len)
 {
     const char *slash = strrchr(e->path, '/');
     if (!slash)
         return -EINVAL;
-    int n = snprintf(out, len, "%.*s/.%s.sluice-%s", (int)(slash - e->path), e->path, slash + 1, e->id);
+    int room = 255 - (int)strlen(".") - (int)strlen(".sluice-") - (int)strlen(e->id);
+    int name_len = (int)strlen(slash + 1);
+    if (room < 1)
+        return -ENAMETOOLONG;
+    if (name_len > room)
+        name_len = room;
+    int n = snprintf(out, len, "%.*s/.%.*s.sluice-%s", (int)(slash - e->path), e->path, name_len, slash + 1, e->id);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 

@@ -149,6 +149,9 @@ static int stage_init(void)
     for (char *p = st.host; *p; p++)
         if (*p == '/' || *p == '.')
             *p = '_';
+    /* IDs stay unique across an exec that keeps the process id: the counter
+     * starts from the clock. */
+    st.seq = (unsigned long)(journal_now_ns() / 1000 % 1000000000000LL);
     m = umask(0);   /* the constructor runs before any thread */
     umask(m);
     st.umask = m;
@@ -296,6 +299,10 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
     s->existed = existed;
     s->rec = f->rec;
     fd = SLUICE_REAL(openat)(st.ddir, s->e.id, data_flags(flags) | O_CREAT | O_EXCL, 0600);
+    for (int tries = 0; fd < 0 && errno == EEXIST && tries < 8; tries++) {
+        snprintf(s->e.id, sizeof s->e.id, "%s-%ld-%lu", st.host, (long)getpid(), ++st.seq);
+        fd = SLUICE_REAL(openat)(st.ddir, s->e.id, data_flags(flags) | O_CREAT | O_EXCL, 0600);
+    }
     if (fd < 0) {
         err = -errno;
         free(s);

@@ -1,0 +1,272 @@
+"""Publishing staged files: the steps of docs/stage.md, as `sluice drain` and `recover` run them.
+
+1. flock(data/ID) (the library holds it while the file is its own) and
+   flock(journal/ID), LOCK_EX|LOCK_NB; either held elsewhere: skip.
+2. Re-read the entry under the lock; gone: stop; published: finish removing it.
+3. Copy data/ID to DIR/.NAME.sluice-ID (O_CREAT|O_EXCL, 0600, stale one
+   removed first) in 4 MiB writes, fsync, fchmod(mode), the data file's
+   access and modification times, close.
+4. rename to the final path.
+5. Rewrite the entry state=published, unlink data/ID, unlink journal/ID.
+
+On failure the temporary file is removed, the entry stays (becomes)
+``closed`` with ``error=ENAME: strerror`` and the data stays on the tier.
+
+Locking and rewriting: a rewrite renames a new file over journal/ID, so the
+lock must move with it. The new file is flocked before its rename
+(:func:`sluice.stage.journal.write` with keep_locked), and a lock taken on
+a file that is no longer journal/ID is dropped and taken again.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sluice.stage import journal
+from sluice.stage.journal import PENDING_STATES, Entry, JournalError
+from sluice.stage.scan import entry_ids, now_ns, process_state
+from sluice.stage.tier import Tier
+
+WRITE_UNIT = 4 << 20   # bytes per write to the shared file system
+NAME_MAX = 255         # bytes in one path component
+LOCK_ATTEMPTS = 8      # retries when the entry is replaced while we lock it
+
+# Outcome.result values
+PUBLISHED = "published"  # copied and renamed by us now
+FINISHED = "finished"    # already published; we removed what was left
+IN_USE = "in use"        # someone else holds the entry's lock
+RUNNING = "running"      # its process runs here and will publish it (no --force)
+GONE = "gone"            # the entry disappeared (published by someone else)
+FAILED = "failed"        # the shared file system refused; error recorded in the entry
+CORRUPT = "corrupt"      # the entry does not parse; left alone, data kept
+PROBLEMS = (FAILED, CORRUPT)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    result: str           # one of the values above
+    path: str | None      # the final path, when the entry parsed
+    bytes: int = 0        # bytes published
+    detail: str = ""      # the error (FAILED) or the parse error (CORRUPT)
+
+
+class _Busy(Exception):
+    """The entry's lock is held by another process."""
+
+
+def temp_path(entry: Entry) -> str:
+    """DIR/.NAME.sluice-ID, NAME cut (in bytes) so that the component fits NAME_MAX."""
+    directory, name = os.path.split(entry.path)
+    suffix = f".sluice-{entry.id}".encode()
+    room = NAME_MAX - 1 - len(suffix)
+    raw = os.fsencode(name)[: max(room, 0)]
+    return os.path.join(directory, os.fsdecode(b"." + raw + suffix))
+
+
+def error_text(e: OSError) -> str:
+    """`ENAME: strerror`, the one-line form the journal's error key holds."""
+    code = e.errno or errno.EIO
+    return f"{errno.errorcode.get(code, f'E{code}')}: {os.strerror(code)}"
+
+
+def drain(tier: Tier, jobs: int = 4, force: bool = False) -> list[Outcome]:
+    """Publish every entry that is ours to publish, `jobs` at a time; one Outcome per entry."""
+    ids = entry_ids(tier)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda i: publish(tier, i, force), ids))
+
+
+def publish(tier: Tier, entry_id: str, force: bool = False) -> Outcome:
+    """Run the publishing steps for one entry."""
+    # A first look without the lock: a running program's entries are left to
+    # it without even contending for its lock.
+    try:
+        first = journal.read(tier.journal(entry_id))
+    except FileNotFoundError:
+        return Outcome(entry_id, GONE, None)
+    except JournalError as e:
+        return Outcome(entry_id, CORRUPT, None, detail=str(e))
+    if _left_to_its_process(first, force):
+        return Outcome(entry_id, RUNNING, first.path)
+    try:
+        locks = _lock(tier, entry_id)
+    except _Busy:
+        return Outcome(entry_id, IN_USE, first.path)
+    if locks is None:
+        return Outcome(entry_id, GONE, first.path)
+    try:
+        return _publish_locked(tier, entry_id, locks.journal_fd, force)
+    finally:
+        locks.release()
+
+
+def _left_to_its_process(entry: Entry, force: bool) -> bool:
+    return not force and entry.state in PENDING_STATES and process_state(entry) == "running"
+
+
+@dataclass
+class _Locks:
+    """The entry's flocks: released when their descriptors are closed."""
+
+    journal_fd: int        # journal/ID, read under the lock
+    data_fd: int | None    # data/ID; None when the data file is missing
+
+    def release(self) -> None:
+        os.close(self.journal_fd)
+        if self.data_fd is not None:
+            os.close(self.data_fd)
+
+
+def _lock(tier: Tier, entry_id: str) -> _Locks | None:
+    """The entry's locks, or None if the entry is gone.
+
+    data/ID (which the library holds while it owns the staged file) and
+    journal/ID (docs/stage.md, step 1) are both locked, in that order. A
+    missing data file (a crash between the unlinks of step 5) is not.
+    """
+    data_fd = _lock_file(tier.data(entry_id))
+    try:
+        journal_fd = _lock_file(tier.journal(entry_id))
+    except BaseException:
+        if data_fd is not None:
+            os.close(data_fd)
+        raise
+    if journal_fd is None:
+        if data_fd is not None:
+            os.close(data_fd)
+        return None
+    return _Locks(journal_fd, data_fd)
+
+
+def _lock_file(path: os.PathLike[str]) -> int | None:
+    """A descriptor of `path` holding its flock; None if it does not exist."""
+    for _ in range(LOCK_ATTEMPTS):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise _Busy() from None
+        if _still_named(fd, path):
+            return fd
+        os.close(fd)  # replaced (rewritten or removed) between open and flock: look again
+    raise _Busy()
+
+
+def _still_named(fd: int, path: os.PathLike[str]) -> bool:
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
+    try:
+        entry = journal.read_fd(fd, entry_id)
+    except JournalError as e:
+        return Outcome(entry_id, CORRUPT, None, detail=str(e))
+    if entry.state == "published":
+        _remove_published(tier, entry_id)
+        return Outcome(entry_id, FINISHED, entry.path)
+    if _left_to_its_process(entry, force):
+        return Outcome(entry_id, RUNNING, entry.path)
+    try:
+        nbytes = copy_to_final(tier, entry)
+    except OSError as e:
+        _record_failure(tier, entry, error_text(e))
+        return Outcome(entry_id, FAILED, entry.path, detail=error_text(e))
+    _mark_published(tier, entry)
+    return Outcome(entry_id, PUBLISHED, entry.path, nbytes)
+
+
+def copy_to_final(tier: Tier, entry: Entry) -> int:
+    """Steps 3 and 4: the data under a temporary name, then renamed to the final path."""
+    src = os.open(tier.data(entry.id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        times = os.fstat(src)
+        tmp = temp_path(entry)
+        _unlink_if_present(tmp)  # left by a publisher that died
+        dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            nbytes = _copy(src, dst)
+            os.fsync(dst)
+            os.fchmod(dst, entry.mode)
+            os.utime(dst, ns=(times.st_atime_ns, times.st_mtime_ns))
+            os.close(dst)
+            dst = -1
+            os.rename(tmp, entry.path)
+        except BaseException:
+            if dst >= 0:
+                os.close(dst)
+            _unlink_quietly(tmp)
+            raise
+    finally:
+        os.close(src)
+    return nbytes
+
+
+def _copy(src: int, dst: int) -> int:
+    """Copy all of src to dst at the same offsets, WRITE_UNIT bytes per write."""
+    offset = 0
+    while chunk := os.pread(src, WRITE_UNIT, offset):
+        view = memoryview(chunk)
+        while view:
+            n = os.pwrite(dst, view, offset)
+            view = view[n:]
+            offset += n
+    return offset
+
+
+def _mark_published(tier: Tier, entry: Entry) -> None:
+    """Step 5; if the tier refuses the rewrite, remove the entry before the data instead."""
+    try:
+        fd = journal.write(tier.journal_dir, entry.with_state("published", "", now_ns()), keep_locked=True)
+    except OSError:
+        # Published already; without a `published` entry, never leave an entry without its data.
+        _unlink_quietly(tier.journal(entry.id))
+        _unlink_quietly(tier.data(entry.id))
+        return
+    try:
+        _remove_published(tier, entry.id)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _remove_published(tier: Tier, entry_id: str) -> None:
+    _unlink_quietly(tier.data(entry_id))
+    _unlink_quietly(tier.journal(entry_id))
+
+
+def _record_failure(tier: Tier, entry: Entry, error: str) -> None:
+    """Keep the entry as `closed` with `error`; the data stays where it is."""
+    try:
+        fd = journal.write(tier.journal_dir, entry.with_state("closed", error, now_ns()), keep_locked=True)
+    except OSError:
+        return  # the tier itself refuses (full): the old entry stands, the failure is still reported
+    if fd is not None:
+        os.close(fd)
+
+
+def _unlink_if_present(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _unlink_quietly(path: str | os.PathLike[str]) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,109 @@
+"""The tier: a private node-local directory holding staged files and their journal.
+
+Layout (docs/stage.md, "The tier"): ``data/ID`` (the bytes), ``journal/ID``
+(the entry), ``journal/.ID.tmp`` (an entry being rewritten). The directory
+must be a real directory owned by the user with no group or other bits;
+anything else is refused, because another user who can write there could
+make us publish their bytes under our name (or read ours).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from sluice.errors import UserError
+
+TIER_ENV = "SLUICE_TIER"
+
+
+def default_tier() -> Path:
+    """``$SLUICE_TIER``, else ``/dev/shm/sluice-stage-UID``."""
+    env = os.environ.get(TIER_ENV)
+    return Path(env) if env else Path(f"/dev/shm/sluice-stage-{os.getuid()}")
+
+
+class UnsafeTier(UserError):
+    """The tier path exists but is not a private directory of this user."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"refusing tier {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Tier:
+    root: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.root / "journal"
+
+    def data(self, entry_id: str) -> Path:
+        return self.data_dir / entry_id
+
+    def journal(self, entry_id: str) -> Path:
+        return self.journal_dir / entry_id
+
+
+def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | None:
+    """The checked tier at `path` (default: :func:`default_tier`).
+
+    Returns None if it does not exist and `create` is false; with `create`,
+    makes it (mode 0700) and its data/ and journal/ directories. Raises
+    :class:`UnsafeTier` if it is not a private directory of this user.
+    """
+    root = Path(os.path.abspath(path if path is not None else default_tier()))
+    if create:
+        _mkdir_private(root)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise UnsafeTier(root, _open_failure(root, e)) from None
+    try:
+        check_private(root, os.fstat(fd))
+        if create:
+            for sub in ("data", "journal"):
+                _mkdir_private(sub, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return Tier(root)
+
+
+def check_private(root: Path, st: os.stat_result) -> None:
+    """Raise UnsafeTier unless `st` (fstat of the opened tier) is private to us."""
+    uid = os.getuid()
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeTier(root, "not a directory")
+    if st.st_uid != uid:
+        raise UnsafeTier(root, f"owned by uid {st.st_uid}, not by uid {uid}")
+    if st.st_mode & 0o077:
+        raise UnsafeTier(root, f"mode {stat.S_IMODE(st.st_mode):04o} gives access to group or others (want 0700)")
+
+
+def _open_failure(root: Path, e: OSError) -> str:
+    if os.path.islink(root):  # O_NOFOLLOW on a symbolic link fails with ELOOP
+        return "a symbolic link"
+    if e.errno == errno.ENOTDIR:
+        return "not a directory"
+    return e.strerror or str(e)
+
+
+def _mkdir_private(path: Path | str, dir_fd: int | None = None) -> None:
+    """mkdir 0700; an existing entry is left for the O_NOFOLLOW check to judge."""
+    try:
+        os.mkdir(path, 0o700, dir_fd=dir_fd)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise UserError(f"cannot create tier directory {path}: {e.strerror}") from None
