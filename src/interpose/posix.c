@@ -577,6 +577,16 @@ static int stage_access_hook(int dirfd, const char *path)
     return stage_stat_hook(dirfd, path, &st);
 }
 
+/* A directory made here is remembered by stage mode. */
+static int note_mkdir(int rc, int dirfd, const char *path)
+{
+    char abs[PATH_MAX];
+
+    if (rc == 0 && path && sluice_path_absolute(dirfd, path, abs, sizeof abs) == 0)
+        stage_dir_created(abs);
+    return rc;
+}
+
 #define STAGED_ACCESS(dirfd, path, realcall) (stage_access_hook(dirfd, path) ? 0 : (realcall))
 
 static int stage_unlink_hook(int dirfd, const char *path, int *rc)
@@ -777,12 +787,12 @@ SLUICE_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *
 
 SLUICE_EXPORT int mkdir(const char *path, mode_t mode)
 {
-    PATH_META(AT_FDCWD, path, POSIX_MKDIRS, SLUICE_REAL(mkdir)(path, mode));
+    PATH_META(AT_FDCWD, path, POSIX_MKDIRS, note_mkdir(SLUICE_REAL(mkdir)(path, mode), AT_FDCWD, path));
 }
 
 SLUICE_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
-    PATH_META(dirfd, path, POSIX_MKDIRS, SLUICE_REAL(mkdirat)(dirfd, path, mode));
+    PATH_META(dirfd, path, POSIX_MKDIRS, note_mkdir(SLUICE_REAL(mkdirat)(dirfd, path, mode), dirfd, path));
 }
 
 SLUICE_EXPORT int rmdir(const char *path)

@@ -17,4 +17,8 @@ int stage_path_stat(const char *abs, struct stat *st);
 int stage_path_unlink(const char *abs, int *rc);
 int stage_path_rename(const char *from, const char *to, int *rc);
 
+/* mkdir of abs succeeded in this process: files created in it need no
+ * existence check on the shared file system. */
+void stage_dir_created(const char *abs);
+
 #endif

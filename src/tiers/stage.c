@@ -71,21 +71,37 @@ static struct {
 /* Directories known to exist on the shared file system: a new file in one
  * costs no stat of its directory (most recent first, a small ring). */
 #define KNOWN_DIRS 64
-static char known_dirs[KNOWN_DIRS][512];
+static struct {
+    char path[512];
+    int made_here;   /* this process created it: nothing in it existed before */
+} known_dirs[KNOWN_DIRS];
 static unsigned known_next;
 
+/* 0: unknown; 1: known to exist; 2: created by this process. */
 static int dir_known_locked(const char *dir)
 {
     for (int i = 0; i < KNOWN_DIRS; i++)
-        if (known_dirs[i][0] && strcmp(known_dirs[i], dir) == 0)
-            return 1;
+        if (known_dirs[i].path[0] && strcmp(known_dirs[i].path, dir) == 0)
+            return 1 + known_dirs[i].made_here;
     return 0;
 }
 
-static void dir_remember_locked(const char *dir)
+static void dir_remember_locked(const char *dir, int made_here)
 {
-    if (strlen(dir) < sizeof known_dirs[0])
-        snprintf(known_dirs[known_next++ % KNOWN_DIRS], sizeof known_dirs[0], "%s", dir);
+    if (strlen(dir) < sizeof known_dirs[0].path) {
+        unsigned i = known_next++ % KNOWN_DIRS;
+        snprintf(known_dirs[i].path, sizeof known_dirs[i].path, "%s", dir);
+        known_dirs[i].made_here = made_here;
+    }
+}
+
+void stage_dir_created(const char *abs)
+{
+    if (!st.usable)
+        return;
+    pthread_mutex_lock(&st.lock);
+    dir_remember_locked(abs, 1);
+    pthread_mutex_unlock(&st.lock);
 }
 
 static unsigned bucket_of(const char *path)
@@ -135,6 +151,10 @@ static int stage_init(void)
     int root;
     mode_t m;
 
+    /* Every process loads the stage stack; only one that may stage touches
+     * the tier. */
+    if (strcmp(sluice_cfg.mode, "stage") != 0 && !strstr(sluice_cfg.policy, "=stage"))
+        return 0;
     if (sluice_cfg.tier[0])
         snprintf(st.tier, sizeof st.tier, "%s", sluice_cfg.tier);
     else
@@ -367,8 +387,17 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
      * updating an existing file goes straight through. */
     if ((flags & O_ACCMODE) == O_RDONLY || !(flags & (O_CREAT | O_TRUNC)) || (flags & (O_DIRECTORY | O_PATH)))
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    char dir[4096];
+    const char *slash = strrchr(abs, '/');
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - abs), abs);
+    pthread_mutex_lock(&st.lock);
+    int dir_state = !dir[0] ? 1 : dir_known_locked(dir);
+    pthread_mutex_unlock(&st.lock);
     t0 = sluice_now();
-    if (SLUICE_REAL(stat)(abs, &sb) == 0) {
+    if (dir_state == 2 && (flags & O_CREAT)) {
+        /* a directory this process made holds only what it put there: a
+         * file not staged here does not exist (no stat needed) */
+    } else if (SLUICE_REAL(stat)(abs, &sb) == 0) {
         count_fs(f, POSIX_STATS, t0, 0);
         if (!S_ISREG(sb.st_mode) || !(flags & O_TRUNC) || (flags & O_EXCL))
             return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);   /* update, or the kernel's error */
@@ -380,13 +409,7 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
     } else {
         count_fs(f, POSIX_STATS, t0, 1);
         /* The directory must exist on the shared file system, as for open(). */
-        char dir[4096];
-        const char *slash = strrchr(abs, '/');
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - abs), abs);
-        pthread_mutex_lock(&st.lock);
-        int known = !dir[0] || dir_known_locked(dir);
-        pthread_mutex_unlock(&st.lock);
-        if (!known) {
+        if (!dir_state) {
             t0 = sluice_now();
             if (SLUICE_REAL(stat)(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
                 count_fs(f, POSIX_STATS, t0, 1);
@@ -394,7 +417,7 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
             }
             count_fs(f, POSIX_STATS, t0, 0);
             pthread_mutex_lock(&st.lock);
-            dir_remember_locked(dir);
+            dir_remember_locked(dir, 0);
             pthread_mutex_unlock(&st.lock);
         }
     }
