@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,14 +43,54 @@ static int fail(const char *what, const char *path, int err, char *why, size_t w
     return -err;
 }
 
+/* Write n bytes of buf at off to dst, counted; 0 or -errno. */
+static int write_counted(int dst, const char *buf, int64_t n, int64_t off, struct sluice_record *rec)
+{
+    for (int64_t done = 0; done < n;) {
+        uint64_t t0 = sluice_now();
+        ssize_t w = SLUICE_REAL(pwrite)(dst, buf + done, (size_t)(n - done), off + done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (rec)
+                sluice_count_error(rec, SLUICE_SIDES_FS);
+            return w < 0 ? -errno : -EIO;
+        }
+        if (rec)
+            sluice_count_rw(rec, SLUICE_SIDES_FS, SLUICE_WRITE, off + done, w, t0, sluice_now());
+        done += w;
+    }
+    return 0;
+}
+
+/* Copy src (size bytes) to dst in unit-sized writes straight from a
+ * mapping of the tier file (one copy less than read + write); 0 or -errno. */
+static int copy_mapped(int src, int64_t size, int dst, size_t unit, struct sluice_record *rec)
+{
+    const char *map = SLUICE_REAL(mmap)(NULL, (size_t)size, PROT_READ, MAP_SHARED, src, 0);
+    int rc = 0;
+
+    if (map == MAP_FAILED)
+        return 1;   /* not mappable: the caller copies through a buffer */
+    madvise((void *)map, (size_t)size, MADV_SEQUENTIAL);
+    for (int64_t off = 0; off < size && rc == 0; off += (int64_t)unit)
+        rc = write_counted(dst, map + off, size - off < (int64_t)unit ? size - off : (int64_t)unit, off, rec);
+    munmap((void *)map, (size_t)size);
+    return rc;
+}
+
 /* Copy src to dst in unit-sized writes; 0 or -errno. */
 static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
 {
-    char *buf = malloc(unit);
+    struct stat st;
+    char *buf;
     int64_t off = 0;
     int rc = 0;
 
-    if (!buf)
+    if (SLUICE_REAL(fstat)(src, &st) == 0 && st.st_size > 0 && (rc = copy_mapped(src, st.st_size, dst, unit, rec)) <= 0)
+        return rc;
+    rc = 0;
+    if (!(buf = malloc(unit)))
         return -ENOMEM;
     for (;;) {
         ssize_t n = SLUICE_REAL(pread)(src, buf, unit, off);
@@ -59,24 +100,10 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
             rc = n < 0 ? -errno : 0;
             break;
         }
-        for (ssize_t done = 0; done < n;) {
-            uint64_t t0 = sluice_now();
-            ssize_t w = SLUICE_REAL(pwrite)(dst, buf + done, (size_t)(n - done), off + done);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                rc = w < 0 ? -errno : -EIO;
-                if (rec)
-                    sluice_count_error(rec, SLUICE_SIDES_FS);
-                goto out;
-            }
-            if (rec)
-                sluice_count_rw(rec, SLUICE_SIDES_FS, SLUICE_WRITE, off + done, w, t0, sluice_now());
-            done += w;
-        }
+        if ((rc = write_counted(dst, buf, n, off, rec)) != 0)
+            break;
         off += n;
     }
-out:
     free(buf);
     return rc;
 }

@@ -358,7 +358,10 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
     if (!st.usable || abs[0] != '/')
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     pthread_mutex_lock(&st.lock);
-    s = lookup_locked(abs);
+    /* A file being published is not changed under the drainer's mapping:
+     * wait for that publish (it goes again after this open's close). */
+    while ((s = lookup_locked(abs)) != NULL && s->draining)
+        pthread_cond_wait(&st.done, &st.lock);
     if (s) {
         /* Staged here already: the data file, and no shared-FS operation. */
         if ((flags & O_CREAT) && (flags & O_EXCL)) {
@@ -708,11 +711,14 @@ int stage_path_stat(const char *abs, struct stat *sb)
 
 int stage_path_unlink(const char *abs, int *rc)
 {
+    struct staged *s;
+
     pthread_mutex_lock(&st.lock);
-    struct staged *s = lookup_locked(abs);
-    if (!s || s->draining) {
+    while ((s = lookup_locked(abs)) != NULL && s->draining)
+        pthread_cond_wait(&st.done, &st.lock);
+    if (!s) {
         pthread_mutex_unlock(&st.lock);
-        return 0;   /* not ours (or being published: the kernel's unlink after it) */
+        return 0;   /* not ours (or just published: the shared file system's unlink) */
     }
     int existed = s->existed;
     SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
@@ -726,9 +732,17 @@ int stage_path_unlink(const char *abs, int *rc)
 
 int stage_path_rename(const char *from, const char *to, int *rc)
 {
+    struct staged *s, *t;
+
     pthread_mutex_lock(&st.lock);
-    struct staged *s = lookup_locked(from), *t = lookup_locked(to);
-    if (!s || s->draining || (t && t->draining) || strlen(to) >= sizeof s->e.path) {
+    for (;;) {
+        s = lookup_locked(from);
+        t = lookup_locked(to);
+        if (!(s && s->draining) && !(t && t->draining))
+            break;
+        pthread_cond_wait(&st.done, &st.lock);
+    }
+    if (!s || strlen(to) >= sizeof s->e.path) {
         pthread_mutex_unlock(&st.lock);
         return 0;
     }
