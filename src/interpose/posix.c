@@ -577,6 +577,30 @@ static int stage_access_hook(int dirfd, const char *path)
     return stage_stat_hook(dirfd, path, &st);
 }
 
+/* mkdir of a directory stage mode knows exists: EEXIST, as the file system
+ * would answer, without asking it again. */
+static int stage_mkdir_hook(int dirfd, const char *path)
+{
+    char abs[PATH_MAX];
+
+    if (!path || sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 || !stage_dir_exists(abs))
+        return 0;
+    path_on_tier = 1;
+    return 1;
+}
+
+#define STAGED_MKDIR(dirfd, path, realcall) (stage_mkdir_hook(dirfd, path) ? ret_errno(-EEXIST) : (realcall))
+
+static int stage_truncate_hook(const char *path, off_t len, int *rc)
+{
+    char abs[PATH_MAX];
+
+    if (!staged_abs(AT_FDCWD, path, abs) || !stage_path_truncate(abs, len, rc))
+        return 0;
+    path_on_tier = 1;
+    return 1;
+}
+
 /* A directory made here is remembered by stage mode. */
 static int note_mkdir(int rc, int dirfd, const char *path)
 {
@@ -787,12 +811,12 @@ SLUICE_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *
 
 SLUICE_EXPORT int mkdir(const char *path, mode_t mode)
 {
-    PATH_META(AT_FDCWD, path, POSIX_MKDIRS, note_mkdir(SLUICE_REAL(mkdir)(path, mode), AT_FDCWD, path));
+    PATH_META(AT_FDCWD, path, POSIX_MKDIRS, STAGED_MKDIR(AT_FDCWD, path, note_mkdir(SLUICE_REAL(mkdir)(path, mode), AT_FDCWD, path)));
 }
 
 SLUICE_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
-    PATH_META(dirfd, path, POSIX_MKDIRS, note_mkdir(SLUICE_REAL(mkdirat)(dirfd, path, mode), dirfd, path));
+    PATH_META(dirfd, path, POSIX_MKDIRS, STAGED_MKDIR(dirfd, path, note_mkdir(SLUICE_REAL(mkdirat)(dirfd, path, mode), dirfd, path)));
 }
 
 SLUICE_EXPORT int rmdir(const char *path)
@@ -808,6 +832,8 @@ static int wrap_truncate(const char *path, off_t len)
     struct stat st;
     int rc;
 
+    if (stage_truncate_hook(path, len, &rc))
+        return ret_errno(rc);
     if (buffer_active())
         (void)sluice_tier_quiesce_buffers();
     rc = SLUICE_REAL(truncate)(path, len);

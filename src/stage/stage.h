@@ -7,6 +7,7 @@
 #define SLUICE_STAGE_STAGE_H
 
 #include <sys/stat.h>
+#include <sys/types.h>
 
 /* 1 when this process has staged files (the hooks below may apply). */
 int stage_active(void);
@@ -16,6 +17,12 @@ int stage_active(void);
 int stage_path_stat(const char *abs, struct stat *st);
 int stage_path_unlink(const char *abs, int *rc);
 int stage_path_rename(const char *from, const char *to, int *rc);
+
+int stage_path_truncate(const char *abs, off_t len, int *rc);
+
+/* 1 when abs is a directory known to exist on the shared file system (a
+ * mkdir of it can answer EEXIST without asking). */
+int stage_dir_exists(const char *abs);
 
 /* mkdir of abs succeeded in this process: files created in it need no
  * existence check on the shared file system. */

@@ -709,6 +709,36 @@ int stage_path_stat(const char *abs, struct stat *sb)
     return handled;
 }
 
+int stage_path_truncate(const char *abs, off_t len, int *rc)
+{
+    struct staged *s;
+    int fd;
+
+    pthread_mutex_lock(&st.lock);
+    while ((s = lookup_locked(abs)) != NULL && s->draining)
+        pthread_cond_wait(&st.done, &st.lock);
+    if (!s) {
+        pthread_mutex_unlock(&st.lock);
+        return 0;
+    }
+    fd = SLUICE_REAL(openat)(st.ddir, s->e.id, O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    *rc = fd < 0 || SLUICE_REAL(ftruncate)(fd, len) != 0 ? -errno : 0;
+    if (fd >= 0)
+        SLUICE_REAL(close)(fd);
+    pthread_mutex_unlock(&st.lock);
+    return 1;
+}
+
+int stage_dir_exists(const char *abs)
+{
+    if (!st.usable)
+        return 0;
+    pthread_mutex_lock(&st.lock);
+    int known = dir_known_locked(abs);
+    pthread_mutex_unlock(&st.lock);
+    return known;
+}
+
 int stage_path_unlink(const char *abs, int *rc)
 {
     struct staged *s;

@@ -91,6 +91,37 @@ def test_staged_paths_answer_stat_unlink_rename(target, tier, logdir):
     assert file_entry(r, b)["fs"]["POSIX_RENAMES"] == 1 and file_entry(r, b)["fs"]["POSIX_OPENS"] == 1
 
 
+def test_directories_are_created_once(target, tier, logdir):
+    d = target / "out"
+    res = stage_run(tier, target, logdir, bin_path("sluice-io"), f"mkdir:{d}", f"mkdir:{d}", f"mkdir:{d}",
+                    f"creat:{d}/f", "write:10", "close")
+    rets = [(r["ret"], r["errno"]) for r in map(json.loads, res.stdout.splitlines()) if "ret" in r]
+    assert rets[:3] == [(0, 0), (-1, 17), (-1, 17)]   # EEXIST, as the file system would say
+    e = file_entry(report_json(logdir), d)
+    assert e["app"]["POSIX_MKDIRS"] == 1 and e["fs"]["POSIX_MKDIRS"] == 1
+    assert (d / "f").read_bytes() == b"x" * 10
+    # a new file in a directory made here needs no existence check
+    assert file_entry(report_json(logdir), d / "f")["fs"]["POSIX_STATS"] == 0
+
+
+@pytest.mark.parametrize("seed", range(1, 5))
+def test_differential_random_operations_in_stage_mode(tmp_path, tier, logdir, seed):
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
+    m = base / f"sluice-stage-diff-{os.getpid()}-{seed}"
+    r = tmp_path / "r"
+    m.mkdir()
+    r.mkdir()
+    try:
+        cp = sluice("run", "-q", "--mode", "stage", "--tier", str(tier), "--stage-delay", "50",
+                    "--log-dir", str(logdir), "--path", str(m), "--", bin_path("sluice-difftest"),
+                    str(seed), "2500", str(m), str(r), check=False)
+        assert cp.returncode == 0 and cp.stdout.startswith("ok"), cp.stdout[-2000:] + cp.stderr[-2000:]
+        assert (m / "difftest.dat").read_bytes() == (r / "difftest.dat").read_bytes()
+        assert tier_entries(tier) == []
+    finally:
+        subprocess.run(["rm", "-rf", str(m)])
+
+
 def test_updating_an_existing_file_goes_straight_through(target, tier, logdir):
     f = target / "old.dat"
     f.write_bytes(b"y" * 1000)
