@@ -124,3 +124,15 @@ def target(request, tmp_path: Path):
     d = Path(tempfile.mkdtemp(prefix="sluice-test-", dir=base))
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 1 MiB tmpfs: a file system that fills up."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root")
+    d = tmp_path / "small"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
+    yield d
+    subprocess.run(["umount", "-l", str(d)])

@@ -208,17 +208,6 @@ def test_background_write_error_reaches_the_application(target, logdir):
     assert len(data) == 256 * KIB - lost_write
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    d = tmp_path / "small"
-    d.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
-    yield d
-    subprocess.run(["umount", "-l", str(d)])
-
-
 def test_enospc_from_a_full_file_system(small_tmpfs, logdir):
     f = small_tmpfs / "full.dat"
     res = io(logdir, small_tmpfs, [f"creat:{f}"] + ["write:8192"] * 256 + ["fsync", "close"],

@@ -200,18 +200,8 @@ def test_reader_never_sees_a_partial_file(target, tier, logdir):
 
 # ---------------------------------------------------------------- failures
 
-@pytest.fixture
-def small_fs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    d = tmp_path / "shared"
-    d.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
-    yield d
-    subprocess.run(["umount", "-l", str(d)])
-
-
-def test_full_shared_file_system_keeps_the_data_until_drain(small_fs, tier, logdir):
+def test_full_shared_file_system_keeps_the_data_until_drain(small_tmpfs, tier, logdir):
+    small_fs = small_tmpfs
     f = small_fs / "result.dat"
     res = stage_run(tier, small_fs, logdir, bin_path("stagewriter"), str(f), "32", "65536", "0")
     assert "cannot publish" in res.stderr and "sluice drain" in res.stderr
