@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buffer/unit.h"
 #include "core/counters.h"
 #include "interpose/real.h"
 
@@ -138,6 +139,11 @@ int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct s
     }
     if (rec)
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+    /* The write size of buffer mode: the configured unit, rounded to the
+     * destination's stripe or block size. */
+    struct stat dst_st;
+    if (SLUICE_REAL(fstat)(dst, &dst_st) == 0)
+        unit = buffer_unit(dst, &dst_st, (int64_t)unit);
     rc = copy_data(src, dst, unit ? unit : 4 << 20, rec);
     if (rc) {
         fail("cannot write", tmp, -rc, why, whylen);

@@ -12,9 +12,10 @@
 
 struct sluice_record;
 
-/* Publish data file ddir/ID as e->path. Counts what reaches the shared file
- * system on rec's fs side (rec may be NULL). 0, or -errno with a one-line
- * reason in why (the temporary file is removed). */
+/* Publish data file ddir/ID as e->path, in writes of `unit` bytes (rounded
+ * as buffer mode rounds its unit: to the stripe or block size). Counts what
+ * reaches the shared file system on rec's fs side (rec may be NULL). 0, or
+ * -errno with a one-line reason in why (the temporary file is removed). */
 int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
                   char *why, size_t whylen);
 

@@ -33,7 +33,6 @@
 #include "stage/tierdir.h"
 
 #define STAGE_BUCKETS 1024
-#define STAGE_UNIT (4 << 20)
 
 /* One staged file, owned by this process while it is in the table. */
 struct staged {
@@ -242,7 +241,7 @@ static void *drainer_main(void *arg)
         struct journal_entry e = s->e;
         s->draining = 1;
         pthread_mutex_unlock(&st.lock);
-        int rc = publish_entry(st.ddir, &e, STAGE_UNIT, s->rec, why, sizeof why);
+        int rc = publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
         pthread_mutex_lock(&st.lock);
         s->draining = 0;
         if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
@@ -452,7 +451,7 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
     pthread_mutex_lock(&st.lock);
     while (s->draining)
         pthread_cond_wait(&st.done, &st.lock);
-    rc = publish_entry(st.ddir, &s->e, STAGE_UNIT, s->rec, why, sizeof why);
+    rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
     if (rc == 0) {
         nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
         if (nfd < 0 || SLUICE_REAL(dup2)(nfd, f->fd) < 0) {
