@@ -109,24 +109,14 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
     return rc;
 }
 
-int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
+int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char *tmp, size_t tmplen,
                   char *why, size_t whylen)
 {
-    char tmp[4200];
-    struct stat st;
-    int src, dst, rc;
+    int rc, dst;
     uint64_t t0;
 
-    if ((rc = temp_name(e, tmp, sizeof tmp)) != 0)
+    if ((rc = temp_name(e, tmp, tmplen)) != 0)
         return fail("cannot name a temporary file for", e->path, -rc, why, whylen);
-    src = SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-    if (src < 0)
-        return fail("cannot open the staged data of", e->path, errno, why, whylen);
-    if (SLUICE_REAL(fstat)(src, &st) != 0) {
-        rc = fail("cannot stat the staged data of", e->path, errno, why, whylen);
-        SLUICE_REAL(close)(src);
-        return rc;
-    }
     (void)SLUICE_REAL(unlink)(tmp);   /* a stale one from a crashed publish */
     t0 = sluice_now();
     dst = SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -134,20 +124,70 @@ int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct s
         rc = fail("cannot create", tmp, errno, why, whylen);
         if (rec)
             sluice_count_error(rec, SLUICE_SIDES_FS);
-        SLUICE_REAL(close)(src);
         return rc;
     }
     if (rec)
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
-    /* The write size of buffer mode: the configured unit, rounded to the
-     * destination's stripe or block size. */
-    struct stat dst_st;
-    if (SLUICE_REAL(fstat)(dst, &dst_st) == 0)
-        unit = buffer_unit(dst, &dst_st, (int64_t)unit);
-    rc = copy_data(src, dst, unit ? unit : 4 << 20, rec);
-    if (rc) {
-        fail("cannot write", tmp, -rc, why, whylen);
-    } else {
+    return dst;
+}
+
+/* The write size of buffer mode: the configured unit, rounded to the
+ * destination's stripe or block size. */
+static size_t publish_unit(int dst, size_t unit)
+{
+    struct stat st;
+    if (SLUICE_REAL(fstat)(dst, &st) == 0)
+        unit = buffer_unit(dst, &st, (int64_t)unit);
+    return unit ? unit : 4 << 20;
+}
+
+int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, struct sluice_record *rec)
+{
+    char *buf;
+    int rc = 0;
+
+    unit = publish_unit(dst, unit);
+    if (!(buf = malloc(unit)))
+        return -ENOMEM;
+    for (int64_t off = from; off < to;) {
+        size_t want = to - off < (int64_t)unit ? (size_t)(to - off) : unit;
+        ssize_t n = SLUICE_REAL(pread)(src, buf, want, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : 0;
+            break;
+        }
+        if ((rc = write_counted(dst, buf, n, off, rec)) != 0)
+            break;
+        off += n;
+    }
+    free(buf);
+    return rc;
+}
+
+int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
+                     struct sluice_record *rec, char *why, size_t whylen)
+{
+    struct stat st;
+    int src, rc = 0;
+    uint64_t t0;
+
+    src = SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (src < 0 || SLUICE_REAL(fstat)(src, &st) != 0) {
+        rc = fail("cannot open the staged data of", e->path, errno, why, whylen);
+        goto out;
+    }
+    if (from < st.st_size) {
+        rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit), rec)
+                       : publish_copy_range(src, dst, from, st.st_size, unit, rec);
+        if (rc)
+            fail("cannot write", tmp, -rc, why, whylen);
+    }
+    /* (a copy made early may be longer than the file became) */
+    if (!rc && SLUICE_REAL(ftruncate)(dst, st.st_size) != 0)
+        rc = fail("cannot truncate", tmp, errno, why, whylen);
+    if (!rc) {
         t0 = sluice_now();
         if (SLUICE_REAL(fsync)(dst) != 0)
             rc = fail("cannot sync", tmp, errno, why, whylen);
@@ -159,12 +199,14 @@ int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct s
     struct timespec times[2] = {st.st_atim, st.st_mtim};
     if (!rc && futimens(dst, times) != 0)
         rc = fail("cannot set the times of", tmp, errno, why, whylen);
+out:
     t0 = sluice_now();
     if (SLUICE_REAL(close)(dst) != 0 && !rc)
         rc = fail("cannot close", tmp, errno, why, whylen);
-    else if (rec)
+    else if (rec && !rc)
         sluice_count_close(rec, SLUICE_SIDES_FS, t0, sluice_now());
-    SLUICE_REAL(close)(src);
+    if (src >= 0)
+        SLUICE_REAL(close)(src);
     if (!rc) {
         t0 = sluice_now();
         if (SLUICE_REAL(rename)(tmp, e->path) != 0)
@@ -175,6 +217,17 @@ int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct s
     if (rc)
         (void)SLUICE_REAL(unlink)(tmp);
     return rc;
+}
+
+int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
+                  char *why, size_t whylen)
+{
+    char tmp[4200];
+    int dst = publish_begin(e, rec, tmp, sizeof tmp, why, whylen);
+
+    if (dst < 0)
+        return dst;
+    return publish_complete(ddir, e, dst, tmp, 0, unit, rec, why, whylen);
 }
 
 void publish_finish(int ddir, int jdir, struct journal_entry *e)

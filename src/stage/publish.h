@@ -7,6 +7,7 @@
 #define SLUICE_STAGE_PUBLISH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "stage/journal.h"
 
@@ -18,6 +19,17 @@ struct sluice_record;
  * -errno with a one-line reason in why (the temporary file is removed). */
 int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
                   char *why, size_t whylen);
+
+/* The steps of a publish started early, while the program still writes
+ * (a large file): create the temporary file (returns its descriptor and
+ * its name in tmp, or -errno); copy [from, to) of the data into it; later
+ * complete: copy [from, end), cut to the data's size, sync, mode, times,
+ * close dst, rename. */
+int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char *tmp, size_t tmplen,
+                  char *why, size_t whylen);
+int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, struct sluice_record *rec);
+int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
+                     struct sluice_record *rec, char *why, size_t whylen);
 
 /* After a successful publish: state=published, then the data file, then
  * the entry go (in that order, so a crash between leaves a republishable

@@ -43,6 +43,13 @@ struct staged {
     int failed;                   /* the last publish failed (reported once) */
     int existed;                  /* the path existed on the shared file system when staged */
     int64_t closed_ns;            /* last close */
+    /* Early copy of a large file still being written (SLUICE_STAGE_PRECOPY):
+     * the temporary file, how much of the data it holds, and the lowest
+     * offset the program wrote since the copy began (recopied from there). */
+    int pre_fd;
+    int64_t pre_done, dirty_low;
+    int precopying;
+    char pre_tmp[4200];
     struct sluice_record *rec;
     struct staged *next;
 };
@@ -65,6 +72,7 @@ static struct {
     int count;                    /* staged files in the table */
     int drainers;                 /* threads running */
     int ending;                   /* process exit: no delay, everything goes */
+    int forked;                   /* a child may write our files: no early copies */
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 /* Directories known to exist on the shared file system: a new file in one
@@ -136,8 +144,46 @@ static void insert_locked(struct staged *s)
     st.count++;
 }
 
+/* Drop an early copy (the file was renamed, unlinked or moved). */
+static void precopy_drop_locked(struct staged *s)
+{
+    if (s->pre_fd >= 0) {
+        SLUICE_REAL(close)(s->pre_fd);
+        SLUICE_REAL(unlink)(s->pre_tmp);
+        s->pre_fd = -1;
+    }
+}
+
+/* Where a write of rc bytes just landed (off: as the program gave it). */
+static int64_t written_at(struct sluice_file *f, off_t off, ssize_t rc)
+{
+    struct stat sb;
+    int64_t at;
+
+    if (f->flags & O_APPEND)   /* appended, whatever off said */
+        at = SLUICE_REAL(fstat)(f->fd, &sb) == 0 ? (int64_t)sb.st_size - rc : 0;
+    else if (off >= 0)
+        at = off;
+    else
+        at = (int64_t)SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR) - rc;
+    return at > 0 ? at : 0;
+}
+
+/* The program wrote (or truncated) at off: an early copy holds stale bytes
+ * from there on. */
+static void precopy_note_write(struct staged *s, int64_t off)
+{
+    if (__atomic_load_n(&s->pre_fd, __ATOMIC_RELAXED) < 0 && !__atomic_load_n(&s->precopying, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&st.lock);
+    if (off < s->dirty_low)
+        s->dirty_low = off;
+    pthread_mutex_unlock(&st.lock);
+}
+
 static void forget_locked(struct staged *s)
 {
+    precopy_drop_locked(s);
     unlink_locked(s);
     SLUICE_REAL(close)(s->lockfd);   /* releases the lock */
     free(s);
@@ -193,6 +239,59 @@ static void count_fs(struct sluice_file *f, int counter, uint64_t t0, int failed
 
 /* ------------------------------------------------------------ drainers */
 
+/* A file still open with at least SLUICE_STAGE_PRECOPY bytes not yet
+ * copied early, or NULL. */
+static struct staged *next_precopy_locked(void)
+{
+    struct stat sb;
+
+    if (sluice_cfg.stage_precopy <= 0 || st.forked || st.ending)
+        return NULL;
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next)
+            if (s->e.state == JOURNAL_OPEN && !s->draining && !s->precopying &&
+                SLUICE_REAL(fstat)(s->lockfd, &sb) == 0 && sb.st_size - s->pre_done >= sluice_cfg.stage_precopy)
+                return s;
+    return NULL;
+}
+
+/* Copy what a large open file holds so far to its temporary file. */
+static void precopy_step_locked(struct staged *s)
+{
+    char why[512];
+    struct stat sb;
+    int src;
+
+    s->precopying = 1;
+    if (s->pre_fd < 0) {
+        s->dirty_low = INT64_MAX;
+        s->pre_done = 0;
+        s->pre_fd = publish_begin(&s->e, s->rec, s->pre_tmp, sizeof s->pre_tmp, why, sizeof why);
+        if (s->pre_fd < 0) {
+            s->pre_fd = -1;
+            s->precopying = 0;
+            s->pre_done = INT64_MAX / 2;   /* no early copy for this file */
+            return;
+        }
+    }
+    int64_t from = s->pre_done;
+    struct journal_entry e = s->e;
+    int dst = s->pre_fd;
+    pthread_mutex_unlock(&st.lock);
+    src = SLUICE_REAL(openat)(st.ddir, e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    int ok = src >= 0 && SLUICE_REAL(fstat)(src, &sb) == 0 &&
+             publish_copy_range(src, dst, from, sb.st_size, (size_t)sluice_cfg.buffer_size, s->rec) == 0;
+    if (src >= 0)
+        SLUICE_REAL(close)(src);
+    pthread_mutex_lock(&st.lock);
+    if (ok)
+        s->pre_done = sb.st_size;
+    else
+        precopy_drop_locked(s);   /* the publish at close does it all */
+    s->precopying = 0;
+    pthread_cond_broadcast(&st.done);
+}
+
 /* The next file due for publishing, or NULL; *wait_ns: until the next one. */
 static struct staged *next_due_locked(int64_t now, int64_t *wait_ns)
 {
@@ -202,7 +301,7 @@ static struct staged *next_due_locked(int64_t now, int64_t *wait_ns)
     for (int b = 0; b < STAGE_BUCKETS; b++)
         for (struct staged *s = st.buckets[b]; s; s = s->next) {
             /* a failed file waits for `sluice drain` (or a reopen) */
-            if (s->e.state != JOURNAL_CLOSED || s->opens || s->draining || s->failed)
+            if (s->e.state != JOURNAL_CLOSED || s->opens || s->draining || s->failed || s->precopying)
                 continue;
             int64_t due = s->closed_ns + delay;
             if (due <= now)
@@ -226,6 +325,10 @@ static void *drainer_main(void *arg)
     for (;;) {
         int64_t wait_ns;
         struct staged *s = next_due_locked(journal_now_ns(), &wait_ns);
+        if (!s && (s = next_precopy_locked()) != NULL) {
+            precopy_step_locked(s);
+            continue;
+        }
         if (!s) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -240,8 +343,16 @@ static void *drainer_main(void *arg)
         }
         struct journal_entry e = s->e;
         s->draining = 1;
+        /* An early copy is completed from where it may be stale. */
+        int pre_fd = s->pre_fd;
+        int64_t from = s->pre_done < s->dirty_low ? s->pre_done : s->dirty_low;
+        char tmp[sizeof s->pre_tmp];
+        snprintf(tmp, sizeof tmp, "%s", s->pre_tmp);
+        s->pre_fd = -1;
         pthread_mutex_unlock(&st.lock);
-        int rc = publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
+        int rc = pre_fd >= 0 ? publish_complete(st.ddir, &e, pre_fd, tmp, from, (size_t)sluice_cfg.buffer_size, s->rec,
+                                                why, sizeof why)
+                             : publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
         pthread_mutex_lock(&st.lock);
         s->draining = 0;
         if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
@@ -317,6 +428,7 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
     s->e.created_ns = s->e.updated_ns = journal_now_ns();
     s->existed = existed;
     s->rec = f->rec;
+    s->pre_fd = -1;
     fd = SLUICE_REAL(openat)(st.ddir, s->e.id, data_flags(flags) | O_CREAT | O_EXCL, 0600);
     for (int tries = 0; fd < 0 && errno == EEXIST && tries < 8; tries++) {
         snprintf(s->e.id, sizeof s->e.id, "%s-%ld-%lu", st.host, (long)getpid(), ++st.seq);
@@ -341,6 +453,8 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
     s->opens = 1;
     insert_locked(s);
     d->s = s;
+    if (sluice_cfg.stage_precopy > 0)
+        drainers_start_locked();   /* early copies run while the program writes */
     return fd;
 }
 
@@ -449,8 +563,9 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
     off_t pos = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
 
     pthread_mutex_lock(&st.lock);
-    while (s->draining)
+    while (s->draining || s->precopying)
         pthread_cond_wait(&st.done, &st.lock);
+    precopy_drop_locked(s);
     rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
     if (rc == 0) {
         nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
@@ -494,6 +609,8 @@ static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, si
     if (!d->s)
         return sluice_tier_write(f, level + 1, buf, n, off);
     rc = sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off));
+    if (rc > 0)
+        precopy_note_write(d->s, written_at(f, off, rc));
     if (rc > 0 && (size_t)rc < n) {
         /* short: the tier filled up in the middle; the rest meets ENOSPC */
         size_t done = (size_t)rc;
@@ -533,6 +650,8 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
         rc = sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags));
     else
         rc = sys(off < 0 ? SLUICE_REAL(writev)(f->fd, iov, cnt) : SLUICE_REAL(pwritev)(f->fd, iov, cnt, off));
+    if (rc > 0)
+        precopy_note_write(d->s, written_at(f, off, rc));
     if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     return rc;
@@ -557,9 +676,14 @@ static int stage_fsync(struct sluice_file *f, int level, int datasync)
 
 static int stage_ftruncate(struct sluice_file *f, int level, off_t len)
 {
-    if (!desc_of(f, level)->s)
+    struct staged *s = desc_of(f, level)->s;
+
+    if (!s)
         return sluice_tier_ftruncate(f, level + 1, len);
-    return SLUICE_REAL(ftruncate)(f->fd, len) < 0 ? -errno : 0;
+    if (SLUICE_REAL(ftruncate)(f->fd, len) < 0)
+        return -errno;
+    precopy_note_write(s, len);
+    return 0;
 }
 
 static int stage_fstat(struct sluice_file *f, int level, struct stat *sb)
@@ -599,9 +723,16 @@ static int stage_close(struct sluice_file *f, int level)
 static int stage_control(struct sluice_file *f, int level, int op, void *arg)
 {
     /* A staged file's descriptor is the kernel's own: mmap, locks and stdio
-     * work on it as they are. */
-    if (!desc_of(f, level)->s)
+     * work on it as they are; but its bytes may now change without a write
+     * we see, so an early copy is no longer trusted. */
+    struct staged *s = desc_of(f, level)->s;
+    if (!s)
         return sluice_tier_control(f, level + 1, op, arg);
+    precopy_note_write(s, 0);
+    pthread_mutex_lock(&st.lock);
+    s->pre_done = INT64_MAX / 2;   /* and none is started */
+    s->dirty_low = 0;
+    pthread_mutex_unlock(&st.lock);
     return 0;
 }
 
@@ -630,6 +761,15 @@ static int stage_quiesce(unsigned why)
 
     /* Staged bytes are safe on the tier: a fork child shares them, and a
      * signal handler may not wait; the journal lets `sluice recover` finish. */
+    if (st.usable && (why & SLUICE_QUIESCE_FORK)) {
+        /* a child may write through inherited descriptors where we do not see */
+        pthread_mutex_lock(&st.lock);
+        st.forked = 1;
+        for (int b = 0; b < STAGE_BUCKETS; b++)
+            for (struct staged *s = st.buckets[b]; s; s = s->next)
+                s->dirty_low = 0;
+        pthread_mutex_unlock(&st.lock);
+    }
     if (!st.usable || (why & (SLUICE_QUIESCE_FORK | SLUICE_QUIESCE_SIGNAL)))
         return 0;
     pthread_mutex_lock(&st.lock);
@@ -743,7 +883,7 @@ int stage_path_unlink(const char *abs, int *rc)
     struct staged *s;
 
     pthread_mutex_lock(&st.lock);
-    while ((s = lookup_locked(abs)) != NULL && s->draining)
+    while ((s = lookup_locked(abs)) != NULL && (s->draining || s->precopying))
         pthread_cond_wait(&st.done, &st.lock);
     if (!s) {
         pthread_mutex_unlock(&st.lock);
@@ -767,7 +907,7 @@ int stage_path_rename(const char *from, const char *to, int *rc)
     for (;;) {
         s = lookup_locked(from);
         t = lookup_locked(to);
-        if (!(s && s->draining) && !(t && t->draining))
+        if (!(s && (s->draining || s->precopying)) && !(t && (t->draining || t->precopying)))
             break;
         pthread_cond_wait(&st.done, &st.lock);
     }

@@ -112,9 +112,11 @@ def test_differential_random_operations_in_stage_mode(tmp_path, tier, logdir, se
     m.mkdir()
     r.mkdir()
     try:
+        # early copies after every byte: the recopy from the lowest write is exercised
         cp = sluice("run", "-q", "--mode", "stage", "--tier", str(tier), "--stage-delay", "50",
                     "--log-dir", str(logdir), "--path", str(m), "--", bin_path("sluice-difftest"),
-                    str(seed), "2500", str(m), str(r), check=False)
+                    str(seed), "2500", str(m), str(r), check=False,
+                    env={"SLUICE_STAGE_PRECOPY": "1" if seed % 2 else "0"})
         assert cp.returncode == 0 and cp.stdout.startswith("ok"), cp.stdout[-2000:] + cp.stderr[-2000:]
         assert (m / "difftest.dat").read_bytes() == (r / "difftest.dat").read_bytes()
         assert tier_entries(tier) == []
