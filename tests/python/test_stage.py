@@ -261,3 +261,12 @@ def test_tier_owned_by_another_user_is_refused(target, tmp_path, logdir):
     os.chown(t, 0, 0)
     res = stage_run(t, target, logdir, bin_path("stagewriter"), str(f), "2", "100", "0")
     assert "open to other users" in res.stderr
+
+
+def test_demo_in_stage_mode(tmp_path):
+    """The demo's scratch files are created and removed on the tier: their
+    unlinks and most opens never reach the shared file system."""
+    out = sluice("demo", "--mode", "stage", "--dir", str(tmp_path / "demo"), "--steps", "5", cwd=tmp_path).stdout
+    assert "mode: stage" in out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("unlinks"))
+    assert row[0] == "unlinks" and int(row[1]) > 0 and row[2] == "0"

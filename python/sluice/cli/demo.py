@@ -20,7 +20,9 @@ from sluice.report.text import render
 @click.option("--steps", default=20, show_default=True, help="Time steps of the simulated run.")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the HTML report there.")
-def command(workdir: Path, steps: int, html: Path | None) -> None:
+@click.option("--mode", type=click.Choice(["profile", "buffer", "stage"]), default="profile", show_default=True,
+              help="Run the workload in this mode: the report then shows what reached the file system.")
+def command(workdir: Path, steps: int, html: Path | None, mode: str) -> None:
     """Run a small simulation-like program (a few hundred small files, small
     reads and writes, stdio logging) under `sluice run`, then report on it."""
     sim = native("sluice-demo-sim", "bin")
@@ -31,8 +33,12 @@ def command(workdir: Path, steps: int, html: Path | None) -> None:
     workdir.mkdir(parents=True)
     (workdir / ".sluice-demo").touch()
     logs = workdir / "logs"
-    click.echo(f"$ sluice run --log-dir {logs} -- sluice-demo-sim -d {workdir / 'data'} -s {steps}", err=True)
-    rc = run([str(sim), "-d", str(workdir / "data"), "-s", str(steps)], log_dir=str(logs), quiet=True)
+    shown_mode = "" if mode == "profile" else f"--mode {mode} "
+    click.echo(f"$ sluice run {shown_mode}--log-dir {logs} -- sluice-demo-sim -d {workdir / 'data'} -s {steps}",
+               err=True)
+    extra = {"SLUICE_TIER": str((workdir / "tier").absolute())} if mode == "stage" else None
+    rc = run([str(sim), "-d", str(workdir / "data"), "-s", str(steps)], mode=mode, log_dir=str(logs), quiet=True,
+             extra_env=extra)
     if rc != 0:
         raise UserError(f"the demo workload failed with status {rc}")
     click.echo(f"$ sluice report {logs}", err=True)
