@@ -48,6 +48,7 @@ struct sluice_acb_extent {
     int64_t off, len;              /* file byte range */
     const unsigned char *data;     /* len bytes, owned by the pending list */
     uint64_t seq;                  /* program order: later writes win on overlap */
+    uint64_t epoch;                /* the list's epoch when it was added */
 };
 
 struct sluice_acb_chunk;
@@ -58,6 +59,12 @@ struct sluice_acb_pending {
     struct sluice_acb_chunk *chunks; /* data storage, newest first */
     int64_t bytes;                 /* sum of ext[].len */
     uint64_t seq;                  /* next sequence number */
+    /* Set by the caller before adding: orders overlapping writes of
+     * different ranks. Every rank counts the collective calls on the file
+     * alike, so a write made after collective call k carries a larger epoch
+     * on every rank than one made in or before it (an HDF5 chunk's fill,
+     * written collectively, then its data, written by another rank). */
+    uint64_t epoch;
 };
 
 /* Room for len bytes at file offset off; the caller fills it. NULL when out
@@ -75,6 +82,10 @@ int sluice_acb_pending_overlaps(const struct sluice_acb_pending *p, int64_t off,
  * extents are disjoint and ascending. 0 or -ENOMEM. */
 int sluice_acb_pending_normalize(struct sluice_acb_pending *p);
 
+/* 1 if every pending write carries the same epoch (normalising then loses
+ * nothing another rank's writes are ordered against). */
+int sluice_acb_pending_one_epoch(const struct sluice_acb_pending *p);
+
 /* Drop every pending write and free the data. */
 void sluice_acb_pending_clear(struct sluice_acb_pending *p);
 
@@ -91,7 +102,9 @@ struct sluice_acb_stats {
 };
 
 /* Collective over comm: exchange every rank's pending writes and let the
- * aggregators write them; the pending list is empty afterwards. Returns
+ * aggregators write them; the pending list is empty afterwards. Where the
+ * writes of different ranks overlap, the larger epoch wins, then the higher
+ * rank; a rank's own later write beats its earlier one. Returns
  * MPI_SUCCESS on every rank, or the same MPI error code on every rank when
  * any write failed. The call returns only after every aggregator finished,
  * so the data is visible to all ranks (MPI's sync-barrier-sync). */

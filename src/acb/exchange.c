@@ -4,7 +4,7 @@
  *   1. allreduce: the byte range written by anyone, and whether anyone failed;
  *   2. (default aggregator count only) the number of nodes;
  *   3. alltoall: how many extents and bytes each rank sends each aggregator;
- *   4. alltoallv twice: the (offset, length) headers, then the data;
+ *   4. alltoallv twice: the (offset, length, epoch) headers, then the data;
  *   5. after the aggregators' writes, allreduce of the result, which is also
  *      the barrier that makes the data visible to every rank.
  * MPI counts are ints: a flush that would move 2 GiB or more between two
@@ -164,7 +164,8 @@ static void count_pieces(const struct sluice_acb_pending *p, const struct sluice
     }
 }
 
-/* Fill the send buffers in destination order. */
+/* Fill the send buffers in destination order; a piece's header is
+ * (offset, length, epoch). */
 static void pack_pieces(const struct sluice_acb_pending *p, const struct sluice_acb_plan *pl, int64_t *hdr,
                         int *hdr_pos, unsigned char *data, int *data_pos)
 {
@@ -175,6 +176,7 @@ static void pack_pieces(const struct sluice_acb_pending *p, const struct sluice_
             int dest = sluice_acb_plan_agg_rank(pl, sluice_acb_plan_owner(pl, off));
             hdr[hdr_pos[dest]++] = off;
             hdr[hdr_pos[dest]++] = pend - off;
+            hdr[hdr_pos[dest]++] = (int64_t)p->ext[i].epoch;
             memcpy(data + data_pos[dest], p->ext[i].data + (off - p->ext[i].off), (size_t)(pend - off));
             data_pos[dest] += (int)(pend - off);
             off = pend;
@@ -199,6 +201,53 @@ static int to_int_counts(const int64_t *counts, int stride_index, int64_t scale,
     return 0;
 }
 
+struct received_piece {
+    int64_t off, len, epoch, pos;   /* pos: where the data is in the receive buffer */
+    int src, index;
+};
+
+static int by_epoch_src_index(const void *a, const void *b)
+{
+    const struct received_piece *x = a, *y = b;
+    if (x->epoch != y->epoch)
+        return x->epoch < y->epoch ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The received pieces into recv in the order in which they win on overlap
+ * (recv's sequence numbers): by epoch, then source rank (the higher rank
+ * wins), then the source's own order. */
+static int add_received(struct sluice_acb_pending *recv, const int64_t *rhdr, const int *rhc, const int *rhd,
+                        const unsigned char *rdata, const int *rdd, int nprocs)
+{
+    size_t n = 0, k = 0;
+    struct received_piece *pieces;
+    int rc = MPI_SUCCESS;
+
+    for (int src = 0; src < nprocs; src++)
+        n += (size_t)rhc[src] / 3;
+    if (n == 0)
+        return MPI_SUCCESS;
+    if ((pieces = malloc(n * sizeof *pieces)) == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int src = 0; src < nprocs; src++) {
+        const int64_t *hd = rhdr + rhd[src];
+        int64_t pos = rdd[src];
+        for (int x = 0; x < rhc[src]; x += 3, k++) {
+            pieces[k] = (struct received_piece){hd[x], hd[x + 1], hd[x + 2], pos, src, x};
+            pos += hd[x + 1];
+        }
+    }
+    qsort(pieces, n, sizeof *pieces, by_epoch_src_index);
+    for (k = 0; k < n && rc == MPI_SUCCESS; k++)
+        if (sluice_acb_pending_add_ref(recv, pieces[k].off, pieces[k].len, rdata + pieces[k].pos) != 0)
+            rc = MPI_ERR_NO_MEM;
+    free(pieces);
+    return rc;
+}
+
 int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struct sluice_acb_hints *h,
                      const struct sluice_acb_writer *w, struct sluice_acb_stats *st)
 {
@@ -217,10 +266,17 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     scounts = calloc((size_t)nprocs * 4, sizeof *scounts);
     rcounts = scounts ? scounts + 2 * nprocs : NULL;
     ints = calloc((size_t)nprocs * 10, sizeof *ints);
-    if (!scounts || !ints || sluice_acb_pending_normalize(p) != 0)
+    /* Resolving this rank's own overlaps first sends less, but a merged
+     * extent has one epoch: only when all of them share it. */
+    if (!scounts || !ints || (sluice_acb_pending_one_epoch(p) && sluice_acb_pending_normalize(p) != 0))
         rc = MPI_ERR_NO_MEM;
-    local[0] = p->n ? p->ext[0].off : INT64_MAX;
-    local[1] = p->n ? -(p->ext[p->n - 1].off + p->ext[p->n - 1].len) : INT64_MAX;
+    local[0] = local[1] = INT64_MAX;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->ext[i].off < local[0])
+            local[0] = p->ext[i].off;
+        if (-(p->ext[i].off + p->ext[i].len) < local[1])
+            local[1] = -(p->ext[i].off + p->ext[i].len);
+    }
     local[2] = rc == MPI_SUCCESS ? 0 : -1;
     SLUICE_PMPI(Allreduce)(local, global, 3, SLUICE_MPI_INT64, SLUICE_MPI_MIN, comm);
     if (global[2] != 0) {
@@ -239,7 +295,7 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     shc = ints, shd = ints + nprocs, rhc = ints + 2 * nprocs, rhd = ints + 3 * nprocs;
     sdc = ints + 4 * nprocs, sdd = ints + 5 * nprocs, rdc = ints + 6 * nprocs, rdd = ints + 7 * nprocs;
     hpos = ints + 8 * nprocs, dpos = ints + 9 * nprocs;
-    fits = to_int_counts(scounts, 0, 2, nprocs, shc, shd) == 0 && to_int_counts(rcounts, 0, 2, nprocs, rhc, rhd) == 0 &&
+    fits = to_int_counts(scounts, 0, 3, nprocs, shc, shd) == 0 && to_int_counts(rcounts, 0, 3, nprocs, rhc, rhd) == 0 &&
            to_int_counts(scounts, 1, 1, nprocs, sdc, sdd) == 0 && to_int_counts(rcounts, 1, 1, nprocs, rdc, rdd) == 0;
     if (fits) {
         int64_t nsh = (int64_t)shd[nprocs - 1] + shc[nprocs - 1], nrh = (int64_t)rhd[nprocs - 1] + rhc[nprocs - 1];
@@ -269,18 +325,8 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     clock_mark(&clock, PHASE_DATA);
     free(sdata);
     sdata = NULL;
-    /* Sources in rank order: on overlap between ranks, the higher rank wins. */
-    for (int src = 0; src < nprocs && rc == MPI_SUCCESS; src++) {
-        const int64_t *hd = rhdr + rhd[src];
-        int64_t pos = rdd[src];
-        for (int x = 0; x < rhc[src]; x += 2) {
-            if (sluice_acb_pending_add_ref(&recv, hd[x], hd[x + 1], rdata + pos) != 0) {
-                rc = MPI_ERR_NO_MEM;
-                break;
-            }
-            pos += hd[x + 1];
-        }
-    }
+    if (rc == MPI_SUCCESS)
+        rc = add_received(&recv, rhdr, rhc, rhd, rdata, rdd, nprocs);
     if (rc == MPI_SUCCESS && recv.n) {
         if (sluice_acb_pending_normalize(&recv) != 0)
             rc = MPI_ERR_NO_MEM;

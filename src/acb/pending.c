@@ -55,7 +55,8 @@ unsigned char *sluice_acb_pending_add(struct sluice_acb_pending *p, int64_t off,
         return NULL;
     if ((dst = chunk_take(p, len > 0 ? len : 1)) == NULL)
         return NULL;
-    p->ext[p->n++] = (struct sluice_acb_extent){.off = off, .len = len, .data = dst, .seq = p->seq++};
+    p->ext[p->n++] = (struct sluice_acb_extent){
+        .off = off, .len = len, .data = dst, .seq = p->seq++, .epoch = p->epoch};
     p->bytes += len;
     return dst;
 }
@@ -64,7 +65,8 @@ int sluice_acb_pending_add_ref(struct sluice_acb_pending *p, int64_t off, int64_
 {
     if (p->n == p->cap && grow(p) != 0)
         return -ENOMEM;
-    p->ext[p->n++] = (struct sluice_acb_extent){.off = off, .len = len, .data = data, .seq = p->seq++};
+    p->ext[p->n++] = (struct sluice_acb_extent){
+        .off = off, .len = len, .data = data, .seq = p->seq++, .epoch = p->epoch};
     p->bytes += len;
     return 0;
 }
@@ -97,7 +99,7 @@ static int merge_cluster(struct sluice_acb_pending *p, size_t from, size_t to, i
 {
     int64_t start = p->ext[from].off;
     unsigned char *buf = chunk_take(p, end - start);
-    uint64_t last_seq = 0;
+    uint64_t last_seq = 0, last_epoch = 0;
 
     if (!buf)
         return -ENOMEM;
@@ -105,8 +107,10 @@ static int merge_cluster(struct sluice_acb_pending *p, size_t from, size_t to, i
     for (size_t i = from; i < to; i++) {
         memcpy(buf + (p->ext[i].off - start), p->ext[i].data, (size_t)p->ext[i].len);
         last_seq = p->ext[i].seq;
+        last_epoch = p->ext[i].epoch;
     }
-    p->ext[out] = (struct sluice_acb_extent){.off = start, .len = end - start, .data = buf, .seq = last_seq};
+    p->ext[out] = (struct sluice_acb_extent){
+        .off = start, .len = end - start, .data = buf, .seq = last_seq, .epoch = last_epoch};
     return 0;
 }
 
@@ -138,6 +142,14 @@ int sluice_acb_pending_normalize(struct sluice_acb_pending *p)
     for (i = 0; i < p->n; i++)
         p->bytes += p->ext[i].len;
     return 0;
+}
+
+int sluice_acb_pending_one_epoch(const struct sluice_acb_pending *p)
+{
+    for (size_t i = 1; i < p->n; i++)
+        if (p->ext[i].epoch != p->ext[0].epoch)
+            return 0;
+    return 1;
 }
 
 void sluice_acb_pending_clear(struct sluice_acb_pending *p)

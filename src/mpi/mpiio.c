@@ -77,6 +77,8 @@ struct mpiio_file {
     int aggregating;               /* opened under --mode acb: flushes are collective */
     int passthru;                  /* this rank stopped aggregating (fallback) */
     MPI_Comm comm;                 /* private duplicate of the open's communicator */
+    int nprocs;                    /* its size */
+    uint64_t collectives;          /* collective calls so far: the pending writes' epoch */
     struct sluice_acb_hints hints;
     struct sluice_acb_pending pending;
     int64_t disp, etype_size;      /* the file view */
@@ -178,6 +180,27 @@ static int acb_wanted(const char *abs_path, int amode)
     return (amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) && !(amode & MPI_MODE_SEQUENTIAL) && mode_is_acb(abs_path);
 }
 
+/* The pending list a write on f joins. A rank that opens a file a second
+ * time on MPI_COMM_SELF while it is open on a larger communicator (PnetCDF's
+ * independent handle beside its collective one) writes both in one program
+ * order, and the plain run's bytes depend on it (the header's record count,
+ * fill values then data): such a handle's writes join the shared handle's
+ * list, as independent writes of its current epoch, and go out with its
+ * collective flushes. */
+static struct mpiio_file *pending_owner(struct mpiio_file *f)
+{
+    struct mpiio_file *g;
+
+    if (f->nprocs != 1)
+        return f;
+    pthread_mutex_lock(&files_lock);
+    for (g = files; g; g = g->next)
+        if (g != f && g->rec == f->rec && g->aggregating && !g->passthru && g->nprocs > 1)
+            break;
+    pthread_mutex_unlock(&files_lock);
+    return g ? g : f;
+}
+
 /* The engine's writer: the aggregator's own handle, opened on first use. */
 static int raw_write(void *ctx, int64_t off, const void *buf, int64_t len)
 {
@@ -246,14 +269,14 @@ static int stream_pos(struct mpiio_file *f, const MPI_Offset *explicit_off, int6
 }
 
 struct add_ctx {
-    struct mpiio_file *f;
+    struct sluice_acb_pending *pending;
     const unsigned char *src;
 };
 
 static int add_piece(void *ctx, int64_t file_off, int64_t len, int64_t data_off)
 {
     struct add_ctx *a = ctx;
-    unsigned char *dst = sluice_acb_pending_add(&a->f->pending, file_off, len);
+    unsigned char *dst = sluice_acb_pending_add(a->pending, file_off, len);
 
     if (!dst)
         return -ENOMEM;
@@ -281,23 +304,37 @@ static void set_status(MPI_Status *st, int64_t n)
         SLUICE_PMPI(Status_set_elements_x)(st, SLUICE_MPI_BYTE, (MPI_Count)n);
 }
 
+/* A collective call on f: writes after it are ordered after those before
+ * it on every rank (see struct sluice_acb_pending). */
+static void collective_call(struct mpiio_file *f)
+{
+    f->collectives++;
+}
+
 /* Keep a blocking write pending. Returns 1 if it did (and *rc is the
  * write's result), 0 if the write must go to MPI-IO. */
 static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const void *buf, int count,
-                     MPI_Datatype t, MPI_Status *st, int *rc)
+                     MPI_Datatype t, int collective, MPI_Status *st, int *rc)
 {
     int64_t n = type_bytes(count, t), pos;
     MPI_Count lb, extent;
     int ni, na, nd, comb, packed = 0;
     const unsigned char *src = buf;
-    struct add_ctx a = {f, NULL};
+    struct mpiio_file *owner;
+    struct add_ctx a = {NULL, NULL};
 
+    if (collective)
+        collective_call(f);
     if (!f->aggregating || f->passthru || count < 0 || stream_pos(f, explicit_off, &pos) != 0)
         return 0;
-    if (n > INT_MAX || f->pending.bytes + n > f->hints.max_memory) {
+    owner = pending_owner(f);
+    if (n > INT_MAX || owner->pending.bytes + n > owner->hints.max_memory) {
         fall_back(f);
         return 0;
     }
+    /* Collective call k's writes: epoch 2k; independent ones after it: 2k + 1. */
+    a.pending = &owner->pending;
+    owner->pending.epoch = 2 * owner->collectives + (owner == f && collective ? 0 : 1);
     if (n > 0) {
         /* A named type with no padding is its own packed form. */
         if (SLUICE_PMPI(Type_get_envelope)(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
@@ -330,23 +367,33 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
     return 1;
 }
 
-/* Before a read: a rank reads its own pending writes, so they go out first. */
+/* Before a read: a rank reads its own pending writes (those of the shared
+ * list too, see pending_owner), so they go out first. */
 static void acb_before_read(struct mpiio_file *f, const MPI_Offset *explicit_off, int count, MPI_Datatype t)
 {
     int64_t pos, n = type_bytes(count, t);
+    struct mpiio_file *owner = f->aggregating ? pending_owner(f) : f;
 
-    if (!f->pending.n || n == 0)
+    if (n == 0)
         return;
-    if (stream_pos(f, explicit_off, &pos) != 0 || view_map(f, pos, n, overlap_piece, &f->pending) != 0)
+    if (f->pending.n &&
+        (stream_pos(f, explicit_off, &pos) != 0 || view_map(f, pos, n, overlap_piece, &f->pending) != 0))
         (void)write_own(f);
+    if (owner != f && owner->pending.n &&
+        (stream_pos(f, explicit_off, &pos) != 0 || view_map(f, pos, n, overlap_piece, &owner->pending) != 0))
+        (void)write_own(owner);
 }
 
 /* Accesses sluice does not keep (shared pointer, non-blocking): after this
  * rank's pending writes, in program order. */
 static void acb_before_passthru(struct mpiio_file *f)
 {
+    struct mpiio_file *owner = f->aggregating ? pending_owner(f) : f;
+
     if (f->pending.n)
         (void)write_own(f);
+    if (owner != f && owner->pending.n)
+        (void)write_own(owner);
 }
 
 static void file_free(struct mpiio_file *f)
@@ -399,6 +446,7 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
     f->etype_size = 1;
     f->raw = SLUICE_MPI_FILE_NULL;
     f->comm = SLUICE_MPI_COMM_NULL;
+    f->nprocs = nprocs;
     if (acb_wanted(rec->path, amode)) {
         /* Every rank decides alike (same mode, same amode), so the flushes match. */
         f->hints = (struct sluice_acb_hints){.aggregators = sluice_cfg.acb_aggregators,
@@ -484,6 +532,7 @@ SLUICE_EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype e
     if (!f)
         return NEXT(File_set_view)(fh, disp, etype, filetype, datarep, info);
     t0 = sluice_now();
+    collective_call(f);
     rc = NEXT(File_set_view)(fh, disp, etype, filetype, datarep, info);
     count_other(f, MPIIO_VIEWS, rc, t0);
     if (rc == MPI_SUCCESS && f->aggregating && !f->passthru) {
@@ -558,6 +607,13 @@ SLUICE_EXPORT int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
     return rc;
 }
 
+static void grow_to_pending(const struct sluice_acb_pending *p, MPI_Offset *size)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ext[i].off + p->ext[i].len > *size)
+            *size = p->ext[i].off + p->ext[i].len;
+}
+
 /* The size includes this rank's own pending writes (others' are not visible
  * before a sync, as without sluice). */
 SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
@@ -570,10 +626,12 @@ SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
         return NEXT(File_get_size)(fh, size);
     t0 = sluice_now();
     rc = NEXT(File_get_size)(fh, size);
-    if (rc == MPI_SUCCESS)
-        for (size_t i = 0; i < f->pending.n; i++)
-            if (f->pending.ext[i].off + f->pending.ext[i].len > *size)
-                *size = f->pending.ext[i].off + f->pending.ext[i].len;
+    if (rc == MPI_SUCCESS) {
+        struct mpiio_file *owner = f->aggregating ? pending_owner(f) : f;
+        grow_to_pending(&f->pending, size);
+        if (owner != f)
+            grow_to_pending(&owner->pending, size);
+    }
     count_other(f, -1, rc, t0);
     return rc;
 }
@@ -581,27 +639,29 @@ SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
 /* ---- data ---- */
 
 /* A blocking read: pending writes it overlaps go out first. */
-#define READ_BODY(name, off_ptr, counter, ...)                                                   \
+#define READ_BODY(name, off_ptr, counter, collective, ...)                                       \
     struct mpiio_file *f = file_find(fh);                                                        \
     uint64_t t0;                                                                                 \
     int rc;                                                                                      \
     if (!f)                                                                                      \
         return NEXT(name)(__VA_ARGS__);                                                          \
     t0 = sluice_now();                                                                           \
+    if (collective)                                                                              \
+        collective_call(f);                                                                      \
     acb_before_read(f, off_ptr, count, t);                                                       \
     rc = NEXT(name)(__VA_ARGS__);                                                                \
     count_io(f, SLUICE_SIDES_BOTH, SLUICE_READ, counter, type_bytes(count, t), rc, t0);          \
     return rc;
 
 /* A blocking write: kept pending when the file aggregates, else passed on. */
-#define WRITE_BODY(name, off_ptr, counter, ...)                                                  \
+#define WRITE_BODY(name, off_ptr, counter, collective, ...)                                                  \
     struct mpiio_file *f = file_find(fh);                                                        \
     uint64_t t0;                                                                                 \
     int rc;                                                                                      \
     if (!f)                                                                                      \
         return NEXT(name)(__VA_ARGS__);                                                          \
     t0 = sluice_now();                                                                           \
-    if (acb_write(f, off_ptr, buf, count, t, st, &rc)) {                                         \
+    if (acb_write(f, off_ptr, buf, count, t, collective, st, &rc)) {                             \
         count_io(f, SLUICE_SIDES_APP, SLUICE_WRITE, counter, type_bytes(count, t), rc, t0);      \
         return rc;                                                                               \
     }                                                                                            \
@@ -624,45 +684,45 @@ SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
 
 SLUICE_EXPORT int MPI_File_read_at(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    READ_BODY(File_read_at, &off, MPIIO_INDEP_READS, fh, off, buf, count, t, st)
+    READ_BODY(File_read_at, &off, MPIIO_INDEP_READS, 0, fh, off, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_read_at_all(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t,
                                        MPI_Status *st)
 {
-    READ_BODY(File_read_at_all, &off, MPIIO_COLL_READS, fh, off, buf, count, t, st)
+    READ_BODY(File_read_at_all, &off, MPIIO_COLL_READS, 1, fh, off, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    READ_BODY(File_read, NULL, MPIIO_INDEP_READS, fh, buf, count, t, st)
+    READ_BODY(File_read, NULL, MPIIO_INDEP_READS, 0, fh, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    READ_BODY(File_read_all, NULL, MPIIO_COLL_READS, fh, buf, count, t, st)
+    READ_BODY(File_read_all, NULL, MPIIO_COLL_READS, 1, fh, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write_at(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
                                     MPI_Status *st)
 {
-    WRITE_BODY(File_write_at, &off, MPIIO_INDEP_WRITES, fh, off, buf, count, t, st)
+    WRITE_BODY(File_write_at, &off, MPIIO_INDEP_WRITES, 0, fh, off, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write_at_all(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
                                         MPI_Status *st)
 {
-    WRITE_BODY(File_write_at_all, &off, MPIIO_COLL_WRITES, fh, off, buf, count, t, st)
+    WRITE_BODY(File_write_at_all, &off, MPIIO_COLL_WRITES, 1, fh, off, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    WRITE_BODY(File_write, NULL, MPIIO_INDEP_WRITES, fh, buf, count, t, st)
+    WRITE_BODY(File_write, NULL, MPIIO_INDEP_WRITES, 0, fh, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    WRITE_BODY(File_write_all, NULL, MPIIO_COLL_WRITES, fh, buf, count, t, st)
+    WRITE_BODY(File_write_all, NULL, MPIIO_COLL_WRITES, 1, fh, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
