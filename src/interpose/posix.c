@@ -571,6 +571,36 @@ static int stage_stat_hook(int dirfd, const char *path, struct stat *st)
 #define STAGED_STAT(dirfd, path, st, realcall) \
     (stage_stat_hook(dirfd, path, (struct stat *)(st)) ? 0 : (realcall))
 
+static struct statx_timestamp statx_time(struct timespec ts)
+{
+    return (struct statx_timestamp){.tv_sec = ts.tv_sec, .tv_nsec = (uint32_t)ts.tv_nsec};
+}
+
+/* statx of a staged path: the data file's stat, in statx's layout. */
+static int stage_statx_hook(int dirfd, const char *path, struct statx *stx)
+{
+    struct stat st;
+
+    if (!stage_stat_hook(dirfd, path, &st))
+        return 0;
+    memset(stx, 0, sizeof *stx);
+    stx->stx_mask = STATX_BASIC_STATS;
+    stx->stx_blksize = (uint32_t)st.st_blksize;
+    stx->stx_nlink = (uint32_t)st.st_nlink;
+    stx->stx_uid = st.st_uid;
+    stx->stx_gid = st.st_gid;
+    stx->stx_mode = (uint16_t)st.st_mode;
+    stx->stx_ino = st.st_ino;
+    stx->stx_size = (uint64_t)st.st_size;
+    stx->stx_blocks = (uint64_t)st.st_blocks;
+    stx->stx_atime = statx_time(st.st_atim);
+    stx->stx_mtime = statx_time(st.st_mtim);
+    stx->stx_ctime = statx_time(st.st_ctim);
+    stx->stx_dev_major = major(st.st_dev);
+    stx->stx_dev_minor = minor(st.st_dev);
+    return 1;
+}
+
 static int stage_access_hook(int dirfd, const char *path)
 {
     struct stat st;
@@ -769,7 +799,7 @@ SLUICE_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mas
 {
     if (sluice_active() && IS_FD_STAT(path, flags))
         return statx_fd(dirfd, path, flags, mask, stx);
-    PATH_META(dirfd, path, POSIX_STATS, statx_fixup(SLUICE_REAL(statx)(dirfd, path, flags, mask, stx), stx));
+    PATH_META(dirfd, path, POSIX_STATS, stage_statx_hook(dirfd, path, stx) ? 0 : statx_fixup(SLUICE_REAL(statx)(dirfd, path, flags, mask, stx), stx));
 }
 
 SLUICE_EXPORT int access(const char *path, int mode)

@@ -80,15 +80,17 @@ def test_staged_paths_answer_stat_unlink_rename(target, tier, logdir):
     a, b, c = target / "a", target / "b", target / "c"
     res = stage_run(tier, target, logdir, bin_path("sluice-io"),
                     f"creat:{a}", "write:300", "close", f"stat:{a}", f"rename:{a}:{b}", f"stat:{a}", f"stat:{b}",
-                    f"creat:{c}", "write:5", "close", f"unlink:{c}", f"stat:{c}")
+                    f"creat:{c}", "write:5", "close", f"unlink:{c}", f"stat:{c}", f"statx:{b}", f"access:{b}")
     rets = [json.loads(line)["ret"] for line in res.stdout.splitlines() if line.startswith("{")]
-    assert rets[3:7] == [0, 0, -1, 0] and rets[-2:] == [0, -1]
+    assert rets[3:7] == [0, 0, -1, 0] and rets[10:14] == [0, -1, 0, 0]
     assert sorted(p.name for p in target.iterdir()) == ["b"] and b.read_bytes() == b"x" * 300
     r = report_json(logdir)
     # the program's rename never reached the shared file system; the publish
     # of b did (its temporary name renamed to b)
     assert file_entry(r, a)["fs"]["POSIX_RENAMES"] == 0 and file_entry(r, a)["app"]["POSIX_RENAMES"] == 1
     assert file_entry(r, b)["fs"]["POSIX_RENAMES"] == 1 and file_entry(r, b)["fs"]["POSIX_OPENS"] == 1
+    # stat, statx and access of the staged b were answered from the tier
+    assert file_entry(r, b)["app"]["POSIX_STATS"] == 3 and file_entry(r, b)["fs"]["POSIX_STATS"] == 0
 
 
 def test_directories_are_created_once(target, tier, logdir):
