@@ -654,6 +654,30 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
         precopy_note_write(d->s, written_at(f, off, rc));
     if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++)
+        total += iov[i].iov_len;
+    if (rc > 0 && (size_t)rc < total && !flags) {
+        /* cut short (the tier filled up): the rest piece by piece, as
+         * write() finishes it (on the shared file system if need be) */
+        size_t done = (size_t)rc, skip = done;
+        for (int i = 0; i < cnt; i++) {
+            if (skip >= iov[i].iov_len) {
+                skip -= iov[i].iov_len;
+                continue;
+            }
+            size_t len = iov[i].iov_len - skip;
+            ssize_t w = stage_write(f, level, (const char *)iov[i].iov_base + skip, len,
+                                    off < 0 ? off : off + (off_t)done);
+            skip = 0;
+            if (w <= 0)
+                break;
+            done += (size_t)w;
+            if ((size_t)w < len)
+                break;
+        }
+        return (ssize_t)done;
+    }
     return rc;
 }
 

@@ -230,6 +230,12 @@ def test_full_tier_goes_straight_through(tmp_path, target, logdir):
                   env={"SLUICE_STAGE_RESERVE": "0"})
         assert f.read_bytes() == record_bytes(48, 65536)
         assert file_entry(report_json(logdir), f)["app"]["POSIX_FALLBACKS"] == 1
+        # writev: a vector cut short by the full tier is finished too
+        g = target / "vectored.dat"
+        res = stage_run(t, target, logdir, bin_path("sluice-io"), f"creat:{g}", *["writev:65536:4"] * 40, "close",
+                        env={"SLUICE_STAGE_RESERVE": "0"})
+        assert [json.loads(x)["ret"] for x in res.stdout.splitlines()][1:-1] == [65536] * 40
+        assert g.read_bytes() == b"x" * (40 * 65536)
     finally:
         subprocess.run(["umount", "-l", str(t)])
 
