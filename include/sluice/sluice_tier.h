@@ -57,6 +57,10 @@ enum sluice_tier_control_op {
      * sluice_fallback bits; the tier flushes what it holds,
      * syncs the kernel's position and passes every later call through. */
     SLUICE_CTL_FALLBACK = 1,
+    /* The descriptor the tiers use for this file (f->fd) is about to be
+     * replaced by a private copy and closed: finish every call in flight
+     * that uses it (a background flush) before returning. arg: NULL. */
+    SLUICE_CTL_QUIET = 2,
 };
 
 struct sluice_tier_ops {

@@ -321,7 +321,10 @@ int sluice_fd_close(int fd)
         if (fd == f->fd) {
             /* Tiers keep working on the description through a private
              * copy, since the application may close the original first
-             * (open, dup2 onto 1, close). */
+             * (open, dup2 onto 1, close); a background write still using
+             * the original finishes first. */
+            if (f->depth > 1)
+                (void)sluice_tier_control(f, 0, SLUICE_CTL_QUIET, NULL);
             int keep = SLUICE_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, SLUICE_PRIVATE_FD_MIN);
             if (keep >= 0)
                 f->fd = keep;
@@ -367,6 +370,8 @@ void sluice_fd_prepare_replace(int fd)
     /* The kernel is about to close fd: if the tiers work through it and
      * other descriptors still name the description, give them a private copy. */
     if (f->fd == fd && atomic_load(&f->nfds) > 1) {
+        if (f->depth > 1)
+            (void)sluice_tier_control(f, 0, SLUICE_CTL_QUIET, NULL);
         int keep = SLUICE_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, SLUICE_PRIVATE_FD_MIN);
         if (keep >= 0)
             f->fd = keep;

@@ -781,6 +781,16 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
     struct buffer_inode *ino = d->ino;
     unsigned reason;
 
+    if (op == SLUICE_CTL_QUIET) {
+        /* flush jobs write through their window's description: wait for
+         * every job of this file (the simple, sufficient condition) */
+        if (ino) {
+            pthread_mutex_lock(&ino->lock);
+            wait_inflight(ino);
+            pthread_mutex_unlock(&ino->lock);
+        }
+        return sluice_tier_control(f, level + 1, op, arg);
+    }
     if (op != SLUICE_CTL_FALLBACK)
         return sluice_tier_control(f, level + 1, op, arg);
     reason = *(const unsigned *)arg;
