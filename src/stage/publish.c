@@ -80,35 +80,6 @@ static int copy_mapped(int src, int64_t size, int dst, size_t unit, struct sluic
     return rc;
 }
 
-/* Copy src to dst in unit-sized writes; 0 or -errno. */
-static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
-{
-    struct stat st;
-    char *buf;
-    int64_t off = 0;
-    int rc = 0;
-
-    if (SLUICE_REAL(fstat)(src, &st) == 0 && st.st_size > 0 && (rc = copy_mapped(src, st.st_size, dst, unit, rec)) <= 0)
-        return rc;
-    rc = 0;
-    if (!(buf = malloc(unit)))
-        return -ENOMEM;
-    for (;;) {
-        ssize_t n = SLUICE_REAL(pread)(src, buf, unit, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = n < 0 ? -errno : 0;
-            break;
-        }
-        if ((rc = write_counted(dst, buf, n, off, rec)) != 0)
-            break;
-        off += n;
-    }
-    free(buf);
-    return rc;
-}
-
 int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char *tmp, size_t tmplen,
                   char *why, size_t whylen)
 {
@@ -164,6 +135,22 @@ int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, 
     }
     free(buf);
     return rc;
+}
+
+/* Copy all of src to dst in unit-sized writes, from a mapping when it can
+ * be made; 0 or -errno. */
+static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
+{
+    struct stat st;
+    int rc;
+
+    if (SLUICE_REAL(fstat)(src, &st) != 0)
+        return -errno;
+    if (st.st_size == 0)
+        return 0;
+    if ((rc = copy_mapped(src, st.st_size, dst, unit, rec)) <= 0)
+        return rc;
+    return publish_copy_range(src, dst, 0, st.st_size, unit, rec);
 }
 
 int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,

@@ -162,7 +162,7 @@ def run_bench(
             "warmup": max((p.warmup for p in plans if not p.quick), default=plans[0].warmup),
             "params": {p.workload.name: p.params for p in plans},
             "variants": {p.workload.name: [v.name for v in p.variants] for p in plans},
-            "native_dir": os.environ.get("SLUICE_NATIVE_DIR"),
+            "native_dir": _shown_path(os.environ.get("SLUICE_NATIVE_DIR")),
         },
         "machine": machine,
         "filesystem": fs,
@@ -183,3 +183,14 @@ def default_json_path(doc: dict[str, Any], cwd: Path | None = None) -> Path:
     stamp = doc["started"].replace("-", "").replace(":", "")
     base = cwd if cwd is not None else Path.cwd()
     return base / "bench" / "results" / f"{'+'.join(names)}-{label}-{stamp}.json"
+
+
+def _shown_path(path: str | None) -> str | None:
+    """A path as results record it: relative to the current directory when
+    under it (results travel with the repository, not with one machine)."""
+    if not path:
+        return path
+    try:
+        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    except ValueError:
+        return path
