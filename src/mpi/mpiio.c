@@ -243,14 +243,37 @@ static int acb_flush(struct mpiio_file *f)
     return rc;
 }
 
-/* This rank stops aggregating this file: its pending data goes out now. */
-static void fall_back(struct mpiio_file *f)
+/* This rank stops aggregating this file: its pending data goes out now.
+ * Returns how that went (MPI_SUCCESS or the write's error, which the
+ * caller reports: pending bytes are never dropped silently). */
+static int fall_back(struct mpiio_file *f)
 {
     uint64_t t0 = sluice_now();
+    int rc = write_own(f);
 
-    (void)write_own(f);
     f->passthru = 1;
     sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_FALLBACKS, t0, t0);
+    if (rc != MPI_SUCCESS)
+        sluice_count_error(f->rec, SLUICE_SIDES_FS);
+    return rc;
+}
+
+/* In a write that cannot be aggregated: 0 to go on straight through, or 1
+ * with *rc set when writing the pending data failed. */
+static int fall_back_in_write(struct mpiio_file *f, int *rc)
+{
+    int err = fall_back(f);
+    if (err == MPI_SUCCESS)
+        return 0;
+    *rc = err;
+    return 1;
+}
+
+/* A collective call that must follow the pending writes (set_size,
+ * preallocate, set_atomicity): they go first, and their error is the call's. */
+static int flush_first(struct mpiio_file *f)
+{
+    return f->aggregating && !f->passthru ? acb_flush(f) : MPI_SUCCESS;
 }
 
 /* Where the data of an access starts in the view's stream of bytes. */
@@ -328,10 +351,8 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
     if (!f->aggregating || f->passthru || count < 0 || stream_pos(f, explicit_off, &pos) != 0)
         return 0;
     owner = pending_owner(f);
-    if (n > INT_MAX || owner->pending.bytes + n > owner->hints.max_memory) {
-        fall_back(f);
-        return 0;
-    }
+    if (n > INT_MAX || owner->pending.bytes + n > owner->hints.max_memory)
+        return fall_back_in_write(f, rc);
     /* Collective call k's writes: epoch 2k; independent ones after it: 2k + 1. */
     a.pending = &owner->pending;
     owner->pending.epoch = 2 * owner->collectives + (owner == f && collective ? 0 : 1);
@@ -344,8 +365,7 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
             int where = 0;
             if (!tmp || SLUICE_PMPI(Pack)(buf, count, t, tmp, (int)n, &where, SLUICE_MPI_COMM_SELF) != MPI_SUCCESS) {
                 free(tmp);
-                fall_back(f);
-                return 0;
+                return fall_back_in_write(f, rc);
             }
             src = tmp;
             packed = 1;
@@ -354,8 +374,7 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
         if (view_map(f, pos, n, add_piece, &a) != 0) {
             if (packed)
                 free((void *)src);
-            fall_back(f);
-            return 0;
+            return fall_back_in_write(f, rc);
         }
         if (packed)
             free((void *)src);
@@ -367,33 +386,44 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
     return 1;
 }
 
+/* The first error of two steps. */
+static int first_error(int a, int b)
+{
+    return a != MPI_SUCCESS ? a : b;
+}
+
 /* Before a read: a rank reads its own pending writes (those of the shared
- * list too, see pending_owner), so they go out first. */
-static void acb_before_read(struct mpiio_file *f, const MPI_Offset *explicit_off, int count, MPI_Datatype t)
+ * list too, see pending_owner), so they go out first. Returns the error of
+ * writing them (the read is made anyway: it may be collective). */
+static int acb_before_read(struct mpiio_file *f, const MPI_Offset *explicit_off, int count, MPI_Datatype t)
 {
     int64_t pos, n = type_bytes(count, t);
     struct mpiio_file *owner = f->aggregating ? pending_owner(f) : f;
+    int rc = MPI_SUCCESS;
 
     if (n == 0)
-        return;
+        return rc;
     if (f->pending.n &&
         (stream_pos(f, explicit_off, &pos) != 0 || view_map(f, pos, n, overlap_piece, &f->pending) != 0))
-        (void)write_own(f);
+        rc = write_own(f);
     if (owner != f && owner->pending.n &&
         (stream_pos(f, explicit_off, &pos) != 0 || view_map(f, pos, n, overlap_piece, &owner->pending) != 0))
-        (void)write_own(owner);
+        rc = first_error(rc, write_own(owner));
+    return rc;
 }
 
 /* Accesses sluice does not keep (shared pointer, non-blocking): after this
- * rank's pending writes, in program order. */
-static void acb_before_passthru(struct mpiio_file *f)
+ * rank's pending writes, in program order. Returns the error of those. */
+static int acb_before_passthru(struct mpiio_file *f)
 {
     struct mpiio_file *owner = f->aggregating ? pending_owner(f) : f;
+    int rc = MPI_SUCCESS;
 
     if (f->pending.n)
-        (void)write_own(f);
+        rc = write_own(f);
     if (owner != f && owner->pending.n)
-        (void)write_own(owner);
+        rc = first_error(rc, write_own(owner));
+    return rc;
 }
 
 static void file_free(struct mpiio_file *f)
@@ -491,7 +521,7 @@ SLUICE_EXPORT int MPI_File_close(MPI_File *fh)
     else
         sluice_count_error(f->rec, SLUICE_SIDES_BOTH);
     file_free(f);
-    return flush_rc != MPI_SUCCESS ? flush_rc : rc;
+    return first_error(flush_rc, rc);
 }
 
 SLUICE_EXPORT int MPI_File_sync(MPI_File fh)
@@ -519,7 +549,7 @@ SLUICE_EXPORT int MPI_File_sync(MPI_File fh)
         sluice_count_sync(f->rec, SLUICE_SIDES_BOTH, MPIIO_SYNCS, t0, sluice_now());
     else
         sluice_count_error(f->rec, SLUICE_SIDES_BOTH);
-    return flush_rc != MPI_SUCCESS ? flush_rc : rc;
+    return first_error(flush_rc, rc);
 }
 
 SLUICE_EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
@@ -539,10 +569,8 @@ SLUICE_EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype e
         struct sluice_acb_flat view = {0};
         int64_t esize = type_bytes(1, etype);
         int native = datarep && strcmp(datarep, "native") == 0;
-        if (!native || esize <= 0 || sluice_acb_flatten(filetype, &view) != 0) {
-            fall_back(f);
-            return rc;
-        }
+        if (!native || esize <= 0 || sluice_acb_flatten(filetype, &view) != 0)
+            return fall_back(f) == MPI_SUCCESS ? rc : MPI_ERR_IO;
         sluice_acb_flat_free(&f->view);
         if (sluice_acb_flat_contiguous(&view))
             sluice_acb_flat_free(&view);   /* plain bytes from disp */
@@ -563,14 +591,14 @@ SLUICE_EXPORT int MPI_File_set_atomicity(MPI_File fh, int flag)
         return NEXT(File_set_atomicity)(fh, flag);
     t0 = sluice_now();
     /* Atomic mode promises every write is visible at once: stop keeping them. */
+    int flush_rc = flag ? flush_first(f) : MPI_SUCCESS;
     if (flag && f->aggregating && !f->passthru) {
-        (void)acb_flush(f);
         f->passthru = 1;
         sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_FALLBACKS, t0, t0);
     }
     rc = NEXT(File_set_atomicity)(fh, flag);
     count_other(f, -1, rc, t0);
-    return rc;
+    return first_error(flush_rc, rc);
 }
 
 /* set_size and preallocate are collective: the pending writes go first, in
@@ -584,11 +612,10 @@ SLUICE_EXPORT int MPI_File_set_size(MPI_File fh, MPI_Offset size)
     if (!f)
         return NEXT(File_set_size)(fh, size);
     t0 = sluice_now();
-    if (f->aggregating)
-        (void)acb_flush(f);
+    int flush_rc = flush_first(f);
     rc = NEXT(File_set_size)(fh, size);
     count_other(f, -1, rc, t0);
-    return rc;
+    return first_error(flush_rc, rc);
 }
 
 SLUICE_EXPORT int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
@@ -600,11 +627,10 @@ SLUICE_EXPORT int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
     if (!f)
         return NEXT(File_preallocate)(fh, size);
     t0 = sluice_now();
-    if (f->aggregating)
-        (void)acb_flush(f);
+    int flush_rc = flush_first(f);
     rc = NEXT(File_preallocate)(fh, size);
     count_other(f, -1, rc, t0);
-    return rc;
+    return first_error(flush_rc, rc);
 }
 
 static void grow_to_pending(const struct sluice_acb_pending *p, MPI_Offset *size)
@@ -648,10 +674,10 @@ SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
     t0 = sluice_now();                                                                           \
     if (collective)                                                                              \
         collective_call(f);                                                                      \
-    acb_before_read(f, off_ptr, count, t);                                                       \
+    int pending_rc = acb_before_read(f, off_ptr, count, t);                                      \
     rc = NEXT(name)(__VA_ARGS__);                                                                \
     count_io(f, SLUICE_SIDES_BOTH, SLUICE_READ, counter, type_bytes(count, t), rc, t0);          \
-    return rc;
+    return first_error(pending_rc, rc);
 
 /* A blocking write: kept pending when the file aggregates, else passed on. */
 #define WRITE_BODY(name, off_ptr, counter, collective, ...)                                                  \
@@ -677,10 +703,10 @@ SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
     if (!f)                                                                                      \
         return NEXT(name)(__VA_ARGS__);                                                          \
     t0 = sluice_now();                                                                           \
-    acb_before_passthru(f);                                                                      \
+    int pending_rc = acb_before_passthru(f);                                                     \
     rc = NEXT(name)(__VA_ARGS__);                                                                \
     count_io(f, SLUICE_SIDES_BOTH, kind, counter, type_bytes(count, t), rc, t0);                 \
-    return rc;
+    return first_error(pending_rc, rc);
 
 SLUICE_EXPORT int MPI_File_read_at(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
