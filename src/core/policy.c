@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/diag.h"
+#include "common/listsplit.h"
 #include "common/pathnorm.h"
 
 #define POLICY_MAX_PREFIXES 32
@@ -23,25 +24,16 @@ static char log_dir_abs[PATH_MAX];
 
 int sluice_policy_init(const char *paths, const char *log_dir)
 {
-    char *p = include_buf;
+    char *p = include_buf, one[PATH_MAX];
     const char *s = paths;
+    int too_long;
 
     ninclude = 0;
-    while (*s && ninclude < POLICY_MAX_PREFIXES) {
-        const char *e = strchr(s, ':');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        char one[PATH_MAX];
-        if (len > 0 && len < sizeof one) {
-            memcpy(one, s, len);
-            one[len] = '\0';
-            if (sluice_path_absolute(AT_FDCWD, one, p, sizeof include_buf - (size_t)(p - include_buf)) == 0) {
-                includes[ninclude++] = p;
-                p += strlen(p) + 1;
-            }
+    while (ninclude < POLICY_MAX_PREFIXES && list_next(&s, ':', one, sizeof one, &too_long)) {
+        if (one[0] && sluice_path_absolute(AT_FDCWD, one, p, sizeof include_buf - (size_t)(p - include_buf)) == 0) {
+            includes[ninclude++] = p;
+            p += strlen(p) + 1;
         }
-        if (!e)
-            break;
-        s = e + 1;
     }
     if (log_dir && *log_dir)
         (void)sluice_path_absolute(AT_FDCWD, log_dir, log_dir_abs, sizeof log_dir_abs);
@@ -111,8 +103,8 @@ const char *sluice_mode_name(enum sluice_mode m)
 
 int sluice_policy_init_modes(const char *dflt, const char *policy)
 {
-    int bad = 0, m = sluice_mode_from_name(dflt);
-    char *out = mode_prefix_buf;
+    int bad = 0, m = sluice_mode_from_name(dflt), too_long;
+    char *out = mode_prefix_buf, item[PATH_MAX];
     const char *s = policy;
 
     if (m < 0) {
@@ -122,21 +114,21 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
     }
     default_mode = (enum sluice_mode)m;
     nmode_rules = 0;
-    while (*s && nmode_rules < POLICY_MAX_PREFIXES) {
-        const char *e = strchr(s, ',');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        char item[PATH_MAX];
-        if (len > 0 && len < sizeof item) {
-            memcpy(item, s, len);
-            item[len] = '\0';
+    while (nmode_rules < POLICY_MAX_PREFIXES && list_next(&s, ',', item, sizeof item, &too_long)) {
+        if (too_long) {
+            sluice_diag("SLUICE_POLICY has an item longer than a path; ignored");
+            bad++;
+        } else if (item[0]) {
             char *eq = strrchr(item, '=');
             int im = eq ? sluice_mode_from_name(eq + 1) : -1;
             size_t room = sizeof mode_prefix_buf - (size_t)(out - mode_prefix_buf);
             if (eq)
                 *eq = '\0';
             if (im < 0 || !item[0] || sluice_path_absolute(AT_FDCWD, item, out, room) != 0) {
-                sluice_diag("SLUICE_POLICY item '%.*s' is not PREFIX=MODE with MODE profile, buffer or stage; ignored",
-                            (int)len, s);
+                if (eq)
+                    *eq = '=';   /* shown as given */
+                sluice_diag("SLUICE_POLICY item '%s' is not PREFIX=MODE with MODE profile, buffer or stage; ignored",
+                            item);
                 bad++;
             } else {
                 mode_rules[nmode_rules].prefix = out;
@@ -146,9 +138,6 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
                 out += strlen(out) + 1;
             }
         }
-        if (!e)
-            break;
-        s = e + 1;
     }
     return bad;
 }

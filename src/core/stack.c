@@ -7,6 +7,7 @@
 
 #include "common/arena.h"
 #include "common/diag.h"
+#include "common/listsplit.h"
 #include "core/counters.h"
 
 #define SLUICE_TIER(sym) extern const struct sluice_tier_ops sym;
@@ -72,14 +73,11 @@ static int tier_inited(const struct sluice_tier_ops *t)
 static void template_add(int m, const char *list, int allow_test)
 {
     const char *s = list;
+    char name[64];
+    int too_long;
 
-    while (*s && templates[m].depth < SLUICE_MAX_TIERS - 1) {
-        const char *e = strchr(s, ',');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        char name[64];
-        if (len > 0 && len < sizeof name) {
-            memcpy(name, s, len);
-            name[len] = '\0';
+    while (templates[m].depth < SLUICE_MAX_TIERS - 1 && list_next(&s, ',', name, sizeof name, &too_long)) {
+        if (name[0]) {
             const struct sluice_tier_ops *t = sluice_tier_find(name);
             const char *why = !t ? "does not exist" : tier_inited(t) ? NULL : tier_check(t, allow_test);
             if (why)
@@ -87,9 +85,6 @@ static void template_add(int m, const char *list, int allow_test)
             else
                 templates[m].tier[templates[m].depth++] = t;
         }
-        if (!e)
-            break;
-        s = e + 1;
     }
 }
 

@@ -319,3 +319,7 @@ def test_library_reports_a_bad_mode_once(tmp_path):
     cp = subprocess.run(["true"], env=env, capture_output=True, text=True)
     assert cp.returncode == 0
     assert cp.stderr.count("SLUICE_MODE=bufer is not a mode") == 1
+    env.update(SLUICE_MODE="buffer", SLUICE_POLICY="/x=fast,/y=stage")
+    cp = subprocess.run(["true"], env=env, capture_output=True, text=True)
+    assert cp.returncode == 0
+    assert "SLUICE_POLICY item '/x=fast' is not PREFIX=MODE" in cp.stderr and "/y" not in cp.stderr

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/crc32.h"
+#include "common/listsplit.h"
 #include "common/pathnorm.h"
 #include "core/config.h"
 #include "harness.h"
@@ -18,8 +19,30 @@ static const char *norm(const char *in)
     return buf;
 }
 
+static void test_list_next(void)
+{
+    const char *s = "a:bb::ccc";
+    char item[3];
+    int too_long;
+
+    CHECK(list_next(&s, ':', item, sizeof item, &too_long));
+    CHECK_STR(item, "a");
+    CHECK(list_next(&s, ':', item, sizeof item, &too_long));
+    CHECK_STR(item, "bb");
+    CHECK(list_next(&s, ':', item, sizeof item, &too_long));
+    CHECK_STR(item, "");   /* an empty item is an item */
+    CHECK(!too_long);
+    CHECK(list_next(&s, ':', item, sizeof item, &too_long));
+    CHECK(too_long);       /* "ccc" does not fit in 3 bytes */
+    CHECK_STR(item, "");
+    CHECK(!list_next(&s, ':', item, sizeof item, &too_long));
+    const char *empty = "";
+    CHECK(!list_next(&empty, ':', item, sizeof item, &too_long));
+}
+
 int main(void)
 {
+    test_list_next();
     CHECK_STR(norm("/"), "/");
     CHECK_STR(norm("//a///b/"), "/a/b");
     CHECK_STR(norm("/a/./b/."), "/a/b");
