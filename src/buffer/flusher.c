@@ -10,7 +10,8 @@
 
 #include "buffer/budget.h"
 #include "core/file.h"
-#include "interpose/interpose.h"
+#include "sys/guard.h"
+#include "sys/real.h"
 
 struct flush_job {
     struct buffer_inode *ino;

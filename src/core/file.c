@@ -21,11 +21,9 @@
 #include "core/counters.h"
 #include "core/policy.h"
 #include "core/stack.h"
-#include "interpose/real.h"
-
-/* Lowest number for descriptors sluice keeps for itself: far from the small
- * numbers programs expect to get back from open(). */
-#define SLUICE_PRIVATE_FD_MIN 512
+#include "sys/privfd.h"
+#include "sys/userptr.h"
+#include "sys/real.h"
 
 uint64_t sluice_fork_gen;
 
@@ -96,6 +94,8 @@ struct sluice_file *sluice_fd_get(int fd)
         sluice_file_put(f);   /* closed under us */
         return NULL;
     }
+    if (__builtin_expect(f->fd < 0, 0))
+        f->fd = fd;   /* the tiers' descriptor was lost (fd_slot_stale): fd names the description */
     return f;
 }
 
@@ -107,27 +107,89 @@ static struct sluice_file *fd_take(int fd)
     return atomic_exchange(&fd_table[fd], NULL);
 }
 
+/* Highest descriptor ever installed: bounds the rare scans below. */
+static atomic_int fd_high;
+
+/* A slot that outlived its descriptor: the kernel closed `fd` without our
+ * seeing it and gave the number to something else. If the tiers worked
+ * through that number, they move to another descriptor still naming the
+ * description (a dup), or to none: sluice never acts through a number it
+ * does not own. */
+static void fd_slot_stale(int fd, struct sluice_file *old)
+{
+    if (atomic_fetch_sub(&old->nfds, 1) > 1 && old->fd == fd) {
+        int high = atomic_load(&fd_high);
+        old->fd = -1;
+        for (int i = 0; i <= high && i < fd_table_size; i++)
+            if (i != fd && atomic_load_explicit(&fd_table[i], memory_order_acquire) == old) {
+                old->fd = i;
+                break;
+            }
+    } else if (old->fd == fd) {
+        old->fd = -1;
+    }
+    sluice_file_put(old);
+}
+
 static void fd_install(int fd, struct sluice_file *f)
 {
     struct sluice_file *old;
 
     atomic_fetch_add(&f->refs, 1);
     atomic_fetch_add(&f->nfds, 1);
+    for (int high = atomic_load(&fd_high); fd > high && !atomic_compare_exchange_weak(&fd_high, &high, fd);)
+        ;
     old = atomic_exchange(&fd_table[fd], f);
-    if (old) {
-        /* fd was closed behind our back (close_range, a raw syscall). */
-        atomic_fetch_sub(&old->nfds, 1);
-        sluice_file_put(old);
-    }
+    if (old)
+        fd_slot_stale(fd, old);   /* closed behind our back (a raw syscall) */
 }
 
 void sluice_fd_forget(int fd)
 {
     struct sluice_file *f = fd_take(fd);
-    if (f) {
-        atomic_fetch_sub(&f->nfds, 1);
-        sluice_file_put(f);
+    if (f)
+        fd_slot_stale(fd, f);
+}
+
+/* Profile mode everywhere: the kernel opens first (and is the one to read
+ * the path, answering EFAULT for a bad pointer), then the descriptor is
+ * recorded as the pass-through stack would have. */
+static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mode)
+{
+    char abs[PATH_MAX];
+    struct sluice_file *f;
+    struct sluice_record *rec;
+    uint64_t t0 = sluice_now();
+    int fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+    uint64_t t1 = sluice_now();
+    int err = fd < 0 ? -errno : 0;
+
+    if (err == -EFAULT)
+        return err;
+    if (fd >= 0)
+        sluice_fd_forget(fd);
+    if (sluice_policy_skip_fast(path) || sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
+        !sluice_policy_records(abs) || (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL)
+        return fd < 0 ? err : fd;
+    if (fd < 0) {
+        sluice_count_error(rec, SLUICE_SIDES_BOTH);
+        return err;
     }
+    if ((f = file_alloc()) == NULL || sluice_stack_build(f, SLUICE_MODE_PROFILE) != 0) {
+        if (f)
+            sluice_file_put(f);
+        return fd;
+    }
+    f->rec = rec;
+    f->flags = flags;
+    atomic_store(&f->pos, 0);
+    f->fork_gen = sluice_fork_gen;
+    f->fd = fd;
+    sluice_count_open(rec, f->sides, t0, t1);
+    if ((unsigned)fd < (unsigned)fd_table_size)
+        fd_install(fd, f);
+    sluice_file_put(f);
+    return fd;
 }
 
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
@@ -138,6 +200,14 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
     uint64_t t0, t1;
     int fd;
 
+    if (!sluice_policy_changes_io() && sluice_stack_is_bottom_only(SLUICE_MODE_PROFILE))
+        return file_open_profiled(dirfd, path, flags, mode);
+    /* The path decides the file's mode before it is opened: read it only
+     * if it can be read (else the kernel answers, unrecorded). */
+    if (!sluice_user_str_ok(path)) {
+        fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+        return fd < 0 ? -errno : fd;
+    }
     if (sluice_policy_skip_fast(path) ||
         sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
         !sluice_policy_records(abs) ||
@@ -311,6 +381,8 @@ int sluice_fd_close(int fd)
 
     if (!f)
         return SLUICE_REAL(close)(fd) < 0 ? -errno : 0;
+    if (f->fd < 0)
+        f->fd = fd;
     t0 = sluice_now();
     if (atomic_fetch_sub(&f->nfds, 1) == 1) {
         /* The description's last descriptor: the tiers finish the file. */
@@ -325,7 +397,7 @@ int sluice_fd_close(int fd)
              * the original finishes first. */
             if (f->depth > 1)
                 (void)sluice_tier_control(f, 0, SLUICE_CTL_QUIET, NULL);
-            int keep = SLUICE_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, SLUICE_PRIVATE_FD_MIN);
+            int keep = sluice_privfd_dup(fd);
             if (keep >= 0)
                 f->fd = keep;
         }
@@ -355,6 +427,11 @@ void sluice_fd_dup(int oldfd, int newfd)
     sluice_file_put(f);
 }
 
+int sluice_fd_high(void)
+{
+    return atomic_load(&fd_high);
+}
+
 int sluice_fd_known(int fd)
 {
     return (unsigned)fd < (unsigned)fd_table_size &&
@@ -368,11 +445,12 @@ void sluice_fd_prepare_replace(int fd)
     if (!f)
         return;
     /* The kernel is about to close fd: if the tiers work through it and
-     * other descriptors still name the description, give them a private copy. */
-    if (f->fd == fd && atomic_load(&f->nfds) > 1) {
+     * other descriptors still name the description, or a tier holds data it
+     * must still write at its close, give them a private copy. */
+    if (f->fd == fd && (atomic_load(&f->nfds) > 1 || f->depth > 1)) {
         if (f->depth > 1)
             (void)sluice_tier_control(f, 0, SLUICE_CTL_QUIET, NULL);
-        int keep = SLUICE_REAL(fcntl)(fd, F_DUPFD_CLOEXEC, SLUICE_PRIVATE_FD_MIN);
+        int keep = sluice_privfd_dup(fd);
         if (keep >= 0)
             f->fd = keep;
     }

@@ -58,8 +58,9 @@ int sluice_files_init(void);
 struct sluice_file *sluice_fd_get(int fd);
 void sluice_file_put(struct sluice_file *f);
 
-/* Forget whatever the table holds for fd (the kernel reused the number
- * behind our back, e.g. after close_range). */
+/* Forget whatever the table holds for fd: the kernel handed the number out
+ * anew, so the descriptor it named was closed unseen. If the tiers worked
+ * through that number they move to a dup of it, or to none. */
 void sluice_fd_forget(int fd);
 
 /* ---- operations: return what the system call returns, as value or -errno ---- */
@@ -84,6 +85,9 @@ int sluice_fd_close(int fd);
  * newfd now names the same description. (If newfd named a recorded file,
  * dup2 closed it: the caller forgets it first with sluice_fd_drop().) */
 void sluice_fd_dup(int oldfd, int newfd);
+
+/* The highest descriptor number the table has held (bounds range scans). */
+int sluice_fd_high(void);
 
 /* 1 when fd names a recorded file (a peek: no reference taken). */
 int sluice_fd_known(int fd);

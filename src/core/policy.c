@@ -142,6 +142,16 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
     return bad;
 }
 
+int sluice_policy_changes_io(void)
+{
+    if (default_mode != SLUICE_MODE_PROFILE)
+        return 1;
+    for (int i = 0; i < nmode_rules; i++)
+        if (mode_rules[i].mode != SLUICE_MODE_PROFILE)
+            return 1;
+    return 0;
+}
+
 enum sluice_mode sluice_policy_mode(const char *abs_path)
 {
     enum sluice_mode m = default_mode;

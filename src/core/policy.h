@@ -34,6 +34,10 @@ const char *sluice_mode_name(enum sluice_mode m);
  * malformed items. */
 int sluice_policy_init_modes(const char *default_mode, const char *policy);
 
+/* 1 when some path may get a mode other than profile: the mode of a file
+ * must then be known before it is opened. */
+int sluice_policy_changes_io(void);
+
 /* The mode for an absolute normalised path: the longest matching prefix of
  * SLUICE_POLICY, else SLUICE_MODE. */
 enum sluice_mode sluice_policy_mode(const char *abs_path);

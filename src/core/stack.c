@@ -128,6 +128,11 @@ int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode)
     return 0;
 }
 
+int sluice_stack_is_bottom_only(enum sluice_mode mode)
+{
+    return (unsigned)mode < SLUICE_MODE_COUNT && templates[mode].depth == 1;
+}
+
 /* Every distinct tier in use, each once. */
 static int distinct_tiers(const struct sluice_tier_ops **out)
 {

@@ -17,6 +17,10 @@ int sluice_stack_init(const char *tiers, int allow_test_tiers);
  * with the stack of `mode`. 0 or -ENOMEM. */
 int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode);
 
+/* 1 when files of `mode` have the bottom tier alone (nothing to set up
+ * before the kernel's open). */
+int sluice_stack_is_bottom_only(enum sluice_mode mode);
+
 /* Every tier's quiesce (before fork, exec, exit; see sluice_tier.h). */
 int sluice_stack_quiesce(unsigned why);
 

@@ -29,6 +29,7 @@
 #include "interpose/interpose.h"
 #include "logfmt/writer.h"
 #include "sluice/sluice_logfmt.h"
+#include "sys/umask.h"
 
 int sluice__state = SLUICE_STATE_LOADING;
 __thread int sluice__guard __attribute__((tls_model("initial-exec")));
@@ -236,6 +237,8 @@ static void install_sigterm(void)
 __attribute__((constructor(101))) static void sluice_load(void)
 {
     sluice_real_init();
+    sluice_diag_init();
+    sluice_umask_init();
     sluice_crc32_init();
     sluice_clock_init();
     (void)sluice_config_load();

@@ -21,6 +21,7 @@
 #include "core/file.h"
 #include "core/policy.h"
 #include "interpose/interpose.h"
+#include "sys/userptr.h"
 
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 is stat on this ABI");
 _Static_assert(sizeof(off_t) == sizeof(off64_t), "64-bit off_t");
@@ -36,7 +37,7 @@ static int wrap_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     int saved = errno, rc;
 
-    if (!sluice_active() || !path)
+    if (!sluice_active() || sluice_ptr_null_page(path))
         return SLUICE_REAL(openat)(dirfd, path, flags, mode);
     sluice__guard++;
     rc = sluice_file_open(dirfd, path, flags, mode);
@@ -516,14 +517,16 @@ static __thread int path_on_tier;
         struct sluice_record *rec_;                                        \
         int saved_ = errno, rc_, err_;                                     \
         uint64_t t0_;                                                      \
-        if (!sluice_active())                                              \
+        if (!sluice_active() || sluice_ptr_null_page(path))                \
             return realcall;                                               \
         sluice__guard++;                                                   \
-        rec_ = path_record(dirfd, path);                                   \
-        t0_ = sluice_now();                                             \
+        t0_ = sluice_now();                                                \
         path_on_tier = 0;                                                  \
         rc_ = realcall;                                                    \
         err_ = errno;                                                      \
+        /* The kernel read the path first: read it only if it could. */    \
+        rec_ = rc_ < 0 && err_ == EFAULT && !sluice_user_str_ok(path)      \
+                   ? NULL : path_record(dirfd, path);                      \
         if (rec_) {                                                        \
             unsigned sides_ = SLUICE_SIDES_BOTH;                           \
             if (path_on_tier) {                                            \
@@ -552,9 +555,10 @@ static int ret_errno(int rc)
     return 0;
 }
 
+/* Stage hooks read the path before any kernel call: only a readable one. */
 static int staged_abs(int dirfd, const char *path, char *abs)
 {
-    return stage_active() && path && sluice_path_absolute(dirfd, path, abs, PATH_MAX) == 0;
+    return stage_active() && sluice_user_str_ok(path) && sluice_path_absolute(dirfd, path, abs, PATH_MAX) == 0;
 }
 
 /* 1 when (dirfd, path) is staged here and *st was filled from the tier. */
@@ -613,7 +617,8 @@ static int stage_mkdir_hook(int dirfd, const char *path)
 {
     char abs[PATH_MAX];
 
-    if (!path || sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 || !stage_dir_exists(abs))
+    if (!stage_active() || !sluice_user_str_ok(path) || sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
+        !stage_dir_exists(abs))
         return 0;
     path_on_tier = 1;
     return 1;
@@ -663,7 +668,7 @@ static int stage_rename_hook(int fromfd, const char *from, int tofd, const char 
 {
     char a[PATH_MAX], b[PATH_MAX];
 
-    if (!staged_abs(fromfd, from, a) || !to || sluice_path_absolute(tofd, to, b, sizeof b) != 0 ||
+    if (!staged_abs(fromfd, from, a) || !sluice_user_str_ok(to) || sluice_path_absolute(tofd, to, b, sizeof b) != 0 ||
         !stage_path_rename(a, b, rc))
         return 0;
     path_on_tier = 1;

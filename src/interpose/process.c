@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "interpose/interpose.h"
+#include "sys/umask.h"
 #include "sluice/sluice_logfmt.h"
 
 /* Write the log before an exec; `path` receives its name (or ""). */
@@ -131,4 +132,14 @@ SLUICE_EXPORT void _Exit(int status)
         sluice_finish(SLUICE_END_EXIT_NOW, 0, NULL, 0);
     SLUICE_REAL(_Exit)(status);
     __builtin_unreachable();
+}
+
+/* The umask as the program sets it: modes sluice gives files later (stage
+ * mode's publish) follow it. */
+SLUICE_EXPORT mode_t umask(mode_t mask)
+{
+    mode_t old = SLUICE_REAL(umask)(mask);
+    if (!sluice_in_vfork_child())   /* (a vfork child shares our memory) */
+        sluice_umask_note(mask);
+    return old;
 }

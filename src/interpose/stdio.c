@@ -29,6 +29,7 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 #include "core/stream.h"
 #include "buffer/buffer.h"
 #include "interpose/interpose.h"
+#include "sys/userptr.h"
 
 /* Optimised builds define some of these as macros; we define the functions. */
 #undef fread_unlocked
@@ -48,7 +49,7 @@ static struct sluice_record *stream_path_record(const char *path, enum sluice_mo
     char abs[PATH_MAX];
 
     *mode = SLUICE_MODE_PROFILE;
-    if (!path || sluice_policy_skip_fast(path) ||
+    if (sluice_ptr_null_page(path) || sluice_policy_skip_fast(path) ||
         sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
         return NULL;
     *mode = sluice_policy_mode(abs);
@@ -90,6 +91,15 @@ static int64_t stream_start_pos(FILE *fp, const char *mode)
     return 0;
 }
 
+/* The C library opened the stream's descriptor behind the public open():
+ * a table slot for its number belonged to a descriptor closed unseen. */
+static void stream_fd_fresh(FILE *fp)
+{
+    int fd = fp ? fileno(fp) : -1;
+    if (fd >= 0 && sluice_fd_known(fd) && !sluice_in_vfork_child())
+        sluice_fd_forget(fd);
+}
+
 static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
 {
     struct sluice_record *rec;
@@ -101,12 +111,15 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
     if (!sluice_active())
         return real(path, mode);
     sluice__guard++;
-    rec = stream_path_record(path, &io_mode);
     t0 = sluice_now();
     fp = real(path, mode);
+    if (!fp)
+        saved = errno;
+    stream_fd_fresh(fp);
+    /* The C library read the path first: read it only if it could. */
+    rec = !fp && saved == EFAULT ? NULL : stream_path_record(path, &io_mode);
     if (rec) {
         if (!fp) {
-            saved = errno;
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
             size_t size = 0;
@@ -114,8 +127,6 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
             sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
             sluice_stream_add(fp, rec, stream_start_pos(fp, mode), buf, size);
         }
-    } else if (!fp) {
-        saved = errno;
     }
     sluice__guard--;
     errno = saved;
@@ -172,22 +183,31 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
     enum sluice_mode io_mode = SLUICE_MODE_PROFILE;
     void *old_buf;
     size_t old_size = 0;
-    int saved = errno;
+    int saved = errno, old_fd, track;
     uint64_t t0;
     FILE *nfp;
 
     if (!sluice_active())
         return real(path, mode, fp);
     sluice__guard++;
+    /* freopen closes the stream's descriptor inside the C library. */
+    old_fd = fp ? fileno(fp) : -1;
+    track = old_fd >= 0 && sluice_fd_known(old_fd) && !sluice_in_vfork_child();
+    if (track)
+        sluice_fd_prepare_replace(old_fd);
     old = sluice_stream_remove(fp, &old_buf, &old_size);
-    rec = path ? stream_path_record(path, &io_mode) : old;   /* NULL path: same file, new mode */
     t0 = sluice_now();
     nfp = real(path, mode, fp);
+    if (!nfp)
+        saved = errno;
+    /* NULL path: same file, new mode */
+    rec = !path ? old : !nfp && saved == EFAULT ? NULL : stream_path_record(path, &io_mode);
+    if (track && sluice_fd_known(old_fd))
+        sluice_fd_replaced(old_fd);
+    stream_fd_fresh(nfp);
     stream_buffer_release(old_buf, old_size);
     if (old)
         sluice_count_close(old, SLUICE_SIDES_BOTH, t0, sluice_now());
-    if (!nfp)
-        saved = errno;
     if (rec) {
         if (!nfp) {
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
@@ -218,13 +238,20 @@ SLUICE_EXPORT int fclose(FILE *fp)
     struct sluice_record *rec;
     void *buf;
     size_t size = 0;
-    int saved = errno, rc, fd;
+    int saved = errno, rc, fd, track;
     uint64_t t0;
 
     if (!sluice_active())
         return SLUICE_REAL(fclose)(fp);
-    /* A stream made by fdopen closes a descriptor we may be recording. */
+    /* A stream made by fdopen closes a descriptor we may be recording: the
+     * tiers that work through it get a private copy first. */
     fd = fp ? fileno(fp) : -1;
+    track = fd >= 0 && sluice_fd_known(fd) && !sluice_in_vfork_child();
+    if (track) {
+        sluice__guard++;
+        sluice_fd_prepare_replace(fd);
+        sluice__guard--;
+    }
     rec = sluice_stream_remove(fp, &buf, &size);
     t0 = sluice_now();
     rc = SLUICE_REAL(fclose)(fp);
@@ -237,7 +264,7 @@ SLUICE_EXPORT int fclose(FILE *fp)
         else
             sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
     }
-    if (fd >= 0 && sluice_fd_known(fd) && !sluice_in_vfork_child()) {
+    if (track && sluice_fd_known(fd)) {
         sluice__guard++;
         sluice_fd_replaced(fd);
         sluice__guard--;

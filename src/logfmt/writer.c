@@ -16,7 +16,7 @@
 #include "common/diag.h"
 #include "core/config.h"
 #include "core/record.h"
-#include "interpose/real.h"
+#include "sys/real.h"
 #include "sluice/sluice_logfmt.h"
 
 struct sluice_proc_info sluice_proc;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/crc32.h"
-#include "interpose/real.h"
+#include "sys/real.h"
 
 static const char *const state_names[] = {"open", "closed", "published"};
 

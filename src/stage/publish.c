@@ -13,7 +13,8 @@
 
 #include "buffer/unit.h"
 #include "core/counters.h"
-#include "interpose/real.h"
+#include "sys/privfd.h"
+#include "sys/real.h"
 
 /* DIR/.NAME.sluice-ID for final path DIR/NAME, NAME shortened (in bytes)
  * so that the whole name fits in a directory entry (255 bytes). */
@@ -91,6 +92,7 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
     (void)SLUICE_REAL(unlink)(tmp);   /* a stale one from a crashed publish */
     t0 = sluice_now();
     dst = SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    sluice_privfd_note(dst);
     if (dst < 0) {
         rc = fail("cannot create", tmp, errno, why, whylen);
         if (rec)
@@ -161,6 +163,7 @@ int publish_complete(int ddir, const struct journal_entry *e, int dst, const cha
     uint64_t t0;
 
     src = SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    sluice_privfd_note(src);
     if (src < 0 || SLUICE_REAL(fstat)(src, &st) != 0) {
         rc = fail("cannot open the staged data of", e->path, errno, why, whylen);
         goto out;
@@ -188,12 +191,12 @@ int publish_complete(int ddir, const struct journal_entry *e, int dst, const cha
         rc = fail("cannot set the times of", tmp, errno, why, whylen);
 out:
     t0 = sluice_now();
-    if (SLUICE_REAL(close)(dst) != 0 && !rc)
+    if (sluice_privfd_close(dst) != 0 && !rc)
         rc = fail("cannot close", tmp, errno, why, whylen);
     else if (rec && !rc)
         sluice_count_close(rec, SLUICE_SIDES_FS, t0, sluice_now());
     if (src >= 0)
-        SLUICE_REAL(close)(src);
+        sluice_privfd_close(src);
     if (!rc) {
         t0 = sluice_now();
         if (SLUICE_REAL(rename)(tmp, e->path) != 0)

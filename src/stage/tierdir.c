@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "interpose/real.h"
+#include "sys/real.h"
 
 void tierdir_default(char *out, size_t len)
 {

@@ -36,7 +36,7 @@
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/file.h"
-#include "interpose/real.h"
+#include "sys/real.h"
 
 #define MIB (1024 * 1024)
 

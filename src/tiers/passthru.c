@@ -10,7 +10,8 @@
 
 #include "core/counters.h"
 #include "core/file.h"
-#include "interpose/real.h"
+#include "sys/privfd.h"
+#include "sys/real.h"
 
 /* fs-side accounting, needed only when a tier above may change the calls. */
 static int fs_side_separate(const struct sluice_file *f)
@@ -140,10 +141,10 @@ static int passthru_fstat(struct sluice_file *f, int level, struct stat *st)
 static int passthru_close(struct sluice_file *f, int level)
 {
     uint64_t t0 = fs_now(f);
-    int rc = SLUICE_REAL(close)(f->fd);
+    /* f->fd may be a private copy (the program closed the original). */
+    int rc = sluice_privfd_close(f->fd);
 
     if (rc < 0) {
-        rc = -errno;
         if (fs_side_separate(f))
             sluice_count_error(f->rec, SLUICE_SIDES_FS);
     } else if (fs_side_separate(f)) {

@@ -26,7 +26,10 @@
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/file.h"
-#include "interpose/interpose.h"
+#include "sys/guard.h"
+#include "sys/privfd.h"
+#include "sys/umask.h"
+#include "sys/real.h"
 #include "stage/journal.h"
 #include "stage/publish.h"
 #include "stage/stage.h"
@@ -63,7 +66,6 @@ static struct {
     int ddir, jdir;
     char tier[4096];
     char host[64];
-    mode_t umask;
     unsigned long seq;
     pthread_mutex_t lock;
     pthread_cond_t work;          /* something to drain, or exit */
@@ -148,7 +150,7 @@ static void insert_locked(struct staged *s)
 static void precopy_drop_locked(struct staged *s)
 {
     if (s->pre_fd >= 0) {
-        SLUICE_REAL(close)(s->pre_fd);
+        sluice_privfd_close(s->pre_fd);
         SLUICE_REAL(unlink)(s->pre_tmp);
         s->pre_fd = -1;
     }
@@ -185,7 +187,7 @@ static void forget_locked(struct staged *s)
 {
     precopy_drop_locked(s);
     unlink_locked(s);
-    SLUICE_REAL(close)(s->lockfd);   /* releases the lock */
+    sluice_privfd_close(s->lockfd);   /* releases the lock */
     free(s);
     pthread_cond_broadcast(&st.done);
 }
@@ -194,7 +196,6 @@ static int stage_init(void)
 {
     char why[512];
     int root;
-    mode_t m;
 
     /* Every process loads the stage stack; only one that may stage touches
      * the tier. */
@@ -209,6 +210,8 @@ static int stage_init(void)
         return 0;   /* the tier stays in the stack and passes everything through */
     }
     SLUICE_REAL(close)(root);
+    st.ddir = sluice_privfd_keep(st.ddir);
+    st.jdir = sluice_privfd_keep(st.jdir);
     if (gethostname(st.host, sizeof st.host - 1) != 0)
         strcpy(st.host, "host");
     for (char *p = st.host; *p; p++)
@@ -217,9 +220,6 @@ static int stage_init(void)
     /* IDs stay unique across an exec that keeps the process id: the counter
      * starts from the clock. */
     st.seq = (unsigned long)(journal_now_ns() / 1000 % 1000000000000LL);
-    m = umask(0);   /* the constructor runs before any thread */
-    umask(m);
-    st.umask = m;
     st.usable = 1;
     return 0;
 }
@@ -422,7 +422,7 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
         return -ENOMEM;
     snprintf(s->e.id, sizeof s->e.id, "%s-%ld-%lu", st.host, (long)getpid(), ++st.seq);
     snprintf(s->e.path, sizeof s->e.path, "%s", abs);
-    s->e.mode = (existed ? mode : mode & ~st.umask) & 07777;
+    s->e.mode = (existed ? mode : mode & ~sluice_umask_get()) & 07777;
     s->e.state = JOURNAL_OPEN;
     s->e.pid = getpid();
     s->e.created_ns = s->e.updated_ns = journal_now_ns();
@@ -439,12 +439,12 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
         free(s);
         return err;
     }
-    s->lockfd = SLUICE_REAL(openat)(st.ddir, s->e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    s->lockfd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ddir, s->e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
     if (s->lockfd < 0 || SLUICE_REAL(flock)(s->lockfd, LOCK_EX | LOCK_NB) != 0 ||
         (err = journal_write(st.jdir, &s->e)) != 0) {
         err = -EIO;
         if (s->lockfd >= 0)
-            SLUICE_REAL(close)(s->lockfd);
+            sluice_privfd_close(s->lockfd);
         SLUICE_REAL(close)(fd);
         SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
         free(s);
@@ -730,7 +730,7 @@ static int stage_close(struct sluice_file *f, int level)
 
     if (!s)
         return sluice_tier_close(f, level + 1);
-    rc = SLUICE_REAL(close)(f->fd) < 0 ? -errno : 0;
+    rc = sluice_privfd_close(f->fd);
     pthread_mutex_lock(&st.lock);
     if (--s->opens == 0) {
         s->e.state = JOURNAL_CLOSED;

@@ -11,13 +11,24 @@
  * r,w,rw,creat,trunc,append,excl,sync; whence is set,cur,end.
  */
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -107,6 +118,87 @@ static int vfs(int (*f)(FILE *, const char *, va_list), FILE *s, const char *fmt
     int r = f(s, fmt, ap);
     va_end(ap);
     return r;
+}
+
+/* Calls that close or hand out descriptors behind the public close()/open()
+ * (fdlife.c). Each leaves fd, fd2 and fp as they were, except closedir,
+ * close_range, closefrom and syscall_close, which close fd. Returns 1 when
+ * `name` was one of them, with its result in *ret. */
+static int fdlife_op(const char *name, const char *arg, long long *ret)
+{
+    static DIR *dir;
+    int p[2] = {-1, -1};
+    char tmpl[4200];
+    long long r = 0;
+
+    snprintf(tmpl, sizeof tmpl, "%s.XXXXXX", arg);
+#define FD_OP(s, call) else if (!strcmp(name, s)) { r = (call); if (r >= 0) close((int)r); }
+#define PAIR_OP(s, call) else if (!strcmp(name, s)) { r = (call); if (r == 0) { close(p[0]); close(p[1]); } }
+#define TMP_OP(s, call, sfx) else if (!strcmp(name, s)) { snprintf(tmpl, sizeof tmpl, "%s.XXXXXX%s", arg, sfx); \
+                                                        r = (call); if (r >= 0) { close((int)r); unlink(tmpl); } }
+    if (!strcmp(name, "opendir")) r = (dir = opendir(arg)) ? 0 : -1;
+    else if (!strcmp(name, "fdopendir")) r = (dir = fdopendir(fd)) ? 0 : -1;
+    else if (!strcmp(name, "closedir")) { r = closedir(dir); fd = -1; }
+    else if (!strcmp(name, "close_range")) { r = close_range((unsigned)fd, (unsigned)fd, 0); fd = -1; }
+    else if (!strcmp(name, "closefrom")) { closefrom(fd); fd = -1; }
+    else if (!strcmp(name, "syscall_close")) { r = syscall(SYS_close, fd); fd = -1; }
+    else if (!strcmp(name, "umask")) { umask((mode_t)strtol(arg, NULL, 8)); r = 0; }
+    else if (!strcmp(name, "syscall")) { r = syscall(SYS_getpid) > 0 ? 0 : -1; }
+    PAIR_OP("pipe", pipe(p))
+    PAIR_OP("pipe2", pipe2(p, O_CLOEXEC))
+    PAIR_OP("socketpair", socketpair(AF_UNIX, SOCK_STREAM, 0, p))
+    FD_OP("socket", socket(AF_UNIX, SOCK_STREAM, 0))
+    FD_OP("eventfd", eventfd(0, 0))
+    FD_OP("epoll_create", epoll_create(1))
+    FD_OP("epoll_create1", epoll_create1(0))
+    FD_OP("timerfd_create", timerfd_create(CLOCK_MONOTONIC, 0))
+    FD_OP("memfd_create", memfd_create("sluice-io", 0))
+    FD_OP("inotify_init", inotify_init())
+    FD_OP("inotify_init1", inotify_init1(0))
+    else if (!strcmp(name, "signalfd")) {
+        sigset_t m;
+        sigemptyset(&m);
+        r = signalfd(-1, &m, 0);
+        if (r >= 0)
+            close((int)r);
+    }
+    else if (!strcmp(name, "accept") || !strcmp(name, "accept4")) {
+        /* A listening socket on an abstract address, one client, one accept. */
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "sluice-io-%d", (int)getpid());
+        int l = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+        socklen_t len = (socklen_t)sizeof sa;
+        r = bind(l, (struct sockaddr *)&sa, len) || listen(l, 1) || connect(c, (struct sockaddr *)&sa, len) ? -1 : 0;
+        if (r == 0)
+            r = !strcmp(name, "accept") ? accept(l, NULL, NULL) : accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (r >= 0)
+            close((int)r);
+        close(c);
+        close(l);
+    }
+    TMP_OP("mkstemp", mkstemp(tmpl), "")
+    TMP_OP("mkstemp64", mkstemp64(tmpl), "")
+    TMP_OP("mkostemp", mkostemp(tmpl, O_CLOEXEC), "")
+    TMP_OP("mkostemp64", mkostemp64(tmpl, O_CLOEXEC), "")
+    TMP_OP("mkstemps", mkstemps(tmpl, 4), ".dat")
+    TMP_OP("mkstemps64", mkstemps64(tmpl, 4), ".dat")
+    TMP_OP("mkostemps", mkostemps(tmpl, 4, O_CLOEXEC), ".dat")
+    TMP_OP("mkostemps64", mkostemps64(tmpl, 4, O_CLOEXEC), ".dat")
+    else if (!strcmp(name, "tmpfile") || !strcmp(name, "tmpfile64")) {
+        FILE *t = !strcmp(name, "tmpfile") ? tmpfile() : tmpfile64();
+        r = t ? fclose(t) : -1;
+    }
+    else if (!strcmp(name, "popen")) {
+        FILE *t = popen("true", "r");
+        r = t ? pclose(t) : -1;
+    }
+    else
+        return 0;
+#undef FD_OP
+#undef PAIR_OP
+#undef TMP_OP
+    *ret = r;
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -273,6 +365,7 @@ int main(int argc, char **argv)
         else if (IS("ftello64")) ret = ftello64(fp);
         else if (IS("rewind")) rewind(fp);
         else if (IS("fflush")) ret = fflush(fp);
+        else if (fdlife_op(name, a[0], &ret)) ;
         else {
             fprintf(stderr, "sluice-io: unknown operation '%s'\n", name);
             return 2;

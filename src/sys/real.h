@@ -10,8 +10,10 @@
 #define SLUICE_INTERPOSE_REAL_H
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -48,14 +50,14 @@ int fcntl64(int fd, int cmd, ...);
 
 enum sluice_real_id {
 #define SLUICE_WRAP(ret, name, params, group) SLUICE_REAL_ID_##name,
-#include "interpose/wrappers.def"
+#include "sys/wrappers.def"
 #undef SLUICE_WRAP
     SLUICE_REAL_COUNT
 };
 
 struct sluice_real {
 #define SLUICE_WRAP(ret, name, params, group) ret (*name) params;
-#include "interpose/wrappers.def"
+#include "sys/wrappers.def"
 #undef SLUICE_WRAP
 };
 

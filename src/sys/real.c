@@ -3,7 +3,7 @@
  * pointer written once with the same value by whoever resolves it first, so
  * a lazy resolution racing the constructor is harmless.
  */
-#include "interpose/real.h"
+#include "sys/real.h"
 
 #include <dlfcn.h>
 
@@ -11,7 +11,7 @@ struct sluice_real sluice__real;
 
 const char *const sluice_real_names[SLUICE_REAL_COUNT] = {
 #define SLUICE_WRAP(ret, name, params, group) [SLUICE_REAL_ID_##name] = #name,
-#include "interpose/wrappers.def"
+#include "sys/wrappers.def"
 #undef SLUICE_WRAP
 };
 
