@@ -5,6 +5,16 @@
  * the sluice_tier_<op>(f, level + 1, ...) dispatchers; a NULL slot means
  * "inherit from the tier below", so a tier implements only what it changes.
  *
+ * Three kinds of slots (ABI 2):
+ *  - per open file (open ... control): called with the file and the tier's
+ *    level in the file's stack;
+ *  - per path (path_*): calls that name a file instead of holding one (stat,
+ *    unlink, rename, chmod, ...), called with the stack of the path's mode;
+ *    a tier answers from what it holds or passes the call down;
+ *  - per file, metadata (fchmod, fchown, futimens, fallocate, fxattr): a
+ *    tier that holds bytes makes them reach the file system first.
+ * Every wrapper has one shape: resolve, dispatch down the stack, count.
+ *
  * Conventions:
  *  - returns: 0 or -errno; byte counts or -errno; never -1 + errno;
  *  - offsets: off < 0 (SLUICE_OFF_CURRENT) means "at the descriptor's current
@@ -20,11 +30,37 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
-#define SLUICE_TIER_ABI 1
+#define SLUICE_TIER_ABI 2
 #define SLUICE_OFF_CURRENT ((off_t)-1)
+/* The fallocate slot's mode for posix_fallocate() (which emulates where the
+ * file system cannot allocate). */
+#define SLUICE_POSIX_FALLOCATE (-1)
 
 struct sluice_file;
+struct sluice_record;
+struct sluice_stack;   /* the tiers of one mode, top first (core/stack.h) */
+struct statx;
+
+/* A path as the program named it, and as sluice resolved it. */
+struct sluice_path {
+    int dirfd;                  /* as given: AT_FDCWD or a directory descriptor */
+    const char *path;           /* as given */
+    const char *abs;            /* absolute and normalised; NULL on a stack of the bottom tier alone */
+    struct sluice_record *fs_rec; /* where the bottom tier counts what reaches the file system (NULL: the core does) */
+};
+
+/* Extended attributes: one slot for the four calls of each family. */
+enum sluice_xattr_op { SLUICE_XATTR_GET, SLUICE_XATTR_SET, SLUICE_XATTR_LIST, SLUICE_XATTR_REMOVE };
+struct sluice_xattr {
+    enum sluice_xattr_op op;
+    const char *name;           /* GET, SET, REMOVE */
+    void *value;                /* GET: buffer; SET: the value; LIST: buffer of names */
+    size_t size;
+    int flags;                  /* SET: XATTR_CREATE / XATTR_REPLACE */
+    int nofollow;               /* path calls: the l*xattr variants */
+};
 
 enum sluice_tier_caps {
     SLUICE_TIER_BUFFERS_WRITES = 1u << 0, /* may acknowledge before data reaches the tier below */
@@ -43,6 +79,8 @@ enum sluice_fallback {
     SLUICE_FALLBACK_LOCK = 1u << 2,   /* fcntl/flock locks: another process coordinates with us */
     SLUICE_FALLBACK_SHARED = 1u << 3, /* position shared with another process (fork) or stdio (fdopen) */
     SLUICE_FALLBACK_MEMORY = 1u << 4, /* no buffer memory and nothing to free */
+    SLUICE_FALLBACK_KERNEL = 1u << 5, /* the kernel moves or changes the bytes itself (fallocate,
+                                         copy_file_range, sendfile, splice): the whole file */
 };
 
 enum sluice_quiesce_reason {
@@ -61,6 +99,11 @@ enum sluice_tier_control_op {
      * replaced by a private copy and closed: finish every call in flight
      * that uses it (a background flush) before returning. arg: NULL. */
     SLUICE_CTL_QUIET = 2,
+    /* Bring every byte the tier holds for this file to the tier below (no
+     * fsync) and forget cached reads; the tier goes on as before. Before
+     * calls that change the file's metadata (a later flush would change
+     * its times or clear its set-id bits). arg: NULL. */
+    SLUICE_CTL_SYNC = 3,
 };
 
 struct sluice_tier_ops {
@@ -90,6 +133,34 @@ struct sluice_tier_ops {
     /* Escape hatch for tier-specific requests; -ENOTTY when not understood. */
     int (*control)(struct sluice_file *f, int level, int op, void *arg);
 
+    /* ---- metadata of an open file: 0 or -errno (fxattr: a size) ---- */
+    int (*fchmod)(struct sluice_file *f, int level, mode_t mode);
+    int (*fchown)(struct sluice_file *f, int level, uid_t uid, gid_t gid);
+    int (*futimens)(struct sluice_file *f, int level, const struct timespec times[2]);
+    int (*fallocate)(struct sluice_file *f, int level, int mode, off_t off, off_t len);
+    ssize_t (*fxattr)(struct sluice_file *f, int level, const struct sluice_xattr *x);
+
+    /* ---- paths: 0 or -errno (path_xattr: a size); flags as the *at() calls take them ---- */
+    int (*path_stat)(const struct sluice_stack *s, int level, const struct sluice_path *p, struct stat *st, int flags);
+    int (*path_statx)(const struct sluice_stack *s, int level, const struct sluice_path *p, int flags,
+                      unsigned mask, struct statx *stx);
+    int (*path_access)(const struct sluice_stack *s, int level, const struct sluice_path *p, int mode, int flags);
+    int (*path_mkdir)(const struct sluice_stack *s, int level, const struct sluice_path *p, mode_t mode);
+    int (*path_unlink)(const struct sluice_stack *s, int level, const struct sluice_path *p, int flags);
+    int (*path_rename)(const struct sluice_stack *s, int level, const struct sluice_path *from,
+                       const struct sluice_path *to, unsigned flags);
+    int (*path_link)(const struct sluice_stack *s, int level, const struct sluice_path *from,
+                     const struct sluice_path *to, int flags);
+    int (*path_symlink)(const struct sluice_stack *s, int level, const char *target, const struct sluice_path *p);
+    int (*path_truncate)(const struct sluice_stack *s, int level, const struct sluice_path *p, off_t len);
+    int (*path_chmod)(const struct sluice_stack *s, int level, const struct sluice_path *p, mode_t mode, int flags);
+    int (*path_chown)(const struct sluice_stack *s, int level, const struct sluice_path *p, uid_t uid, gid_t gid,
+                      int flags);
+    int (*path_utimens)(const struct sluice_stack *s, int level, const struct sluice_path *p,
+                        const struct timespec times[2], int flags);
+    ssize_t (*path_xattr)(const struct sluice_stack *s, int level, const struct sluice_path *p,
+                          const struct sluice_xattr *x);
+
     /* Whole process: bring every byte the tier holds to the tier below and
      * leave each descriptor's kernel position where the application's is.
      * why: sluice_quiesce_reason bits (before a fork, at the end of the
@@ -117,5 +188,32 @@ int sluice_tier_ftruncate(struct sluice_file *f, int level, off_t len);
 int sluice_tier_fstat(struct sluice_file *f, int level, struct stat *st);
 int sluice_tier_close(struct sluice_file *f, int level);
 int sluice_tier_control(struct sluice_file *f, int level, int op, void *arg);
+int sluice_tier_fchmod(struct sluice_file *f, int level, mode_t mode);
+int sluice_tier_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid);
+int sluice_tier_futimens(struct sluice_file *f, int level, const struct timespec times[2]);
+int sluice_tier_fallocate(struct sluice_file *f, int level, int mode, off_t off, off_t len);
+ssize_t sluice_tier_fxattr(struct sluice_file *f, int level, const struct sluice_xattr *x);
+
+int sluice_tier_path_stat(const struct sluice_stack *s, int level, const struct sluice_path *p, struct stat *st,
+                          int flags);
+int sluice_tier_path_statx(const struct sluice_stack *s, int level, const struct sluice_path *p, int flags,
+                           unsigned mask, struct statx *stx);
+int sluice_tier_path_access(const struct sluice_stack *s, int level, const struct sluice_path *p, int mode, int flags);
+int sluice_tier_path_mkdir(const struct sluice_stack *s, int level, const struct sluice_path *p, mode_t mode);
+int sluice_tier_path_unlink(const struct sluice_stack *s, int level, const struct sluice_path *p, int flags);
+int sluice_tier_path_rename(const struct sluice_stack *s, int level, const struct sluice_path *from,
+                            const struct sluice_path *to, unsigned flags);
+int sluice_tier_path_link(const struct sluice_stack *s, int level, const struct sluice_path *from,
+                          const struct sluice_path *to, int flags);
+int sluice_tier_path_symlink(const struct sluice_stack *s, int level, const char *target, const struct sluice_path *p);
+int sluice_tier_path_truncate(const struct sluice_stack *s, int level, const struct sluice_path *p, off_t len);
+int sluice_tier_path_chmod(const struct sluice_stack *s, int level, const struct sluice_path *p, mode_t mode,
+                           int flags);
+int sluice_tier_path_chown(const struct sluice_stack *s, int level, const struct sluice_path *p, uid_t uid, gid_t gid,
+                           int flags);
+int sluice_tier_path_utimens(const struct sluice_stack *s, int level, const struct sluice_path *p,
+                             const struct timespec times[2], int flags);
+ssize_t sluice_tier_path_xattr(const struct sluice_stack *s, int level, const struct sluice_path *p,
+                               const struct sluice_xattr *x);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "common/arena.h"
 #include "common/pathnorm.h"
+#include "common/statconv.h"
 #include "core/counters.h"
 #include "core/policy.h"
 #include "core/stack.h"
@@ -360,6 +361,17 @@ int sluice_file_ftruncate(struct sluice_file *f, off_t len)
     return rc;
 }
 
+static int file_meta_done(struct sluice_file *f, int rc, int counter, uint64_t t0)
+{
+    uint64_t t1 = sluice_now();
+
+    if (rc < 0)
+        sluice_count_error(f->rec, f->sides);
+    else
+        sluice_count_meta(f->rec, f->sides, counter, t0, t1);
+    return rc;
+}
+
 int sluice_file_fstat(struct sluice_file *f, struct stat *st)
 {
     uint64_t t0 = sluice_now();
@@ -371,6 +383,79 @@ int sluice_file_fstat(struct sluice_file *f, struct stat *st)
     else
         sluice_count_meta(f->rec, f->sides, POSIX_STATS, t0, t1);
     return rc;
+}
+
+int sluice_file_statx(struct sluice_file *f, int flags, unsigned mask, struct statx *stx)
+{
+    uint64_t t0 = sluice_now();
+    int rc;
+
+    if (f->depth > 1) {
+        struct stat st;
+        rc = sluice_tier_fstat(f, 0, &st);
+        if (rc == 0)
+            sluice_stat_to_statx(&st, stx);
+    } else {
+        rc = SLUICE_REAL(statx)(f->fd, "", flags | AT_EMPTY_PATH, mask, stx) < 0 ? -errno : 0;
+    }
+    return file_meta_done(f, rc, POSIX_STATS, t0);
+}
+
+int sluice_file_fchmod(struct sluice_file *f, mode_t mode)
+{
+    uint64_t t0 = sluice_now();
+    return file_meta_done(f, sluice_tier_fchmod(f, 0, mode), POSIX_CHMODS, t0);
+}
+
+int sluice_file_fchown(struct sluice_file *f, uid_t uid, gid_t gid)
+{
+    uint64_t t0 = sluice_now();
+    return file_meta_done(f, sluice_tier_fchown(f, 0, uid, gid), POSIX_CHOWNS, t0);
+}
+
+int sluice_file_futimens(struct sluice_file *f, const struct timespec times[2])
+{
+    uint64_t t0 = sluice_now();
+    return file_meta_done(f, sluice_tier_futimens(f, 0, times), POSIX_UTIMES, t0);
+}
+
+int sluice_file_fallocate(struct sluice_file *f, int mode, off_t off, off_t len)
+{
+    uint64_t t0 = sluice_now();
+    return file_meta_done(f, sluice_tier_fallocate(f, 0, mode, off, len), POSIX_FALLOCATES, t0);
+}
+
+ssize_t sluice_file_fxattr(struct sluice_file *f, const struct sluice_xattr *x)
+{
+    uint64_t t0 = sluice_now();
+    ssize_t rc = sluice_tier_fxattr(f, 0, x);
+    int counter = x->op == SLUICE_XATTR_GET || x->op == SLUICE_XATTR_LIST ? POSIX_XATTR_READS : POSIX_XATTR_WRITES;
+    int r = file_meta_done(f, rc < 0 ? (int)rc : 0, counter, t0);
+    return r < 0 ? r : rc;
+}
+
+void sluice_file_kernel_copied(int fd, int64_t off, int kind, ssize_t rc, uint64_t t0)
+{
+    struct sluice_file *f = sluice_fd_get(fd);
+    uint64_t t1 = sluice_now();
+
+    if (!f)
+        return;
+    /* The kernel's own calls: both sides, whatever the stack (it stepped aside). */
+    if (rc < 0) {
+        sluice_count_error(f->rec, SLUICE_SIDES_BOTH);
+    } else {
+        int64_t start = off;
+        if (start < 0) {
+            off_t now = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
+            start = now >= 0 ? (int64_t)now - rc : 0;
+            if (now >= 0 && !f->owns_pos)
+                atomic_store_explicit(&f->pos, (int64_t)now, memory_order_relaxed);
+        }
+        sluice_count_rw(f->rec, SLUICE_SIDES_BOTH, (enum sluice_access)kind, start, rc, t0, t1);
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_KERNEL_COPIES, t0, t1);
+    }
+    sluice_file_put(f);
 }
 
 int sluice_fd_close(int fd)

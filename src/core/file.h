@@ -77,6 +77,23 @@ int sluice_file_fsync(struct sluice_file *f, int datasync);
 int sluice_file_ftruncate(struct sluice_file *f, off_t len);
 int sluice_file_fstat(struct sluice_file *f, struct stat *st);
 
+/* statx of the descriptor itself (AT_EMPTY_PATH): the kernel's answer, or a
+ * tier's (its size, its mode) when tiers sit above the file system. */
+int sluice_file_statx(struct sluice_file *f, int flags, unsigned mask, struct statx *stx);
+
+/* Metadata of an open file, down the stack (a tier holding bytes makes
+ * them reach the file system first). fxattr returns a size. */
+int sluice_file_fchmod(struct sluice_file *f, mode_t mode);
+int sluice_file_fchown(struct sluice_file *f, uid_t uid, gid_t gid);
+int sluice_file_futimens(struct sluice_file *f, const struct timespec times[2]);
+int sluice_file_fallocate(struct sluice_file *f, int mode, off_t off, off_t len);
+ssize_t sluice_file_fxattr(struct sluice_file *f, const struct sluice_xattr *x);
+
+/* The kernel moved rc bytes from or to fd (copy_file_range, sendfile,
+ * splice) at off (-1: at its position, now moved): counted as a read or
+ * a write, and as a kernel copy, when fd is recorded. */
+void sluice_file_kernel_copied(int fd, int64_t off, int kind, ssize_t rc, uint64_t t0);
+
 /* close(fd): the real close of fd, and the tiers' close when it was the
  * description's last descriptor. */
 int sluice_fd_close(int fd);

@@ -22,10 +22,11 @@ static const struct sluice_tier_ops *const all_tiers[] = {
 
 /* One stack per mode: the mode's own tiers, then SLUICE_TIERS, then the
  * bottom tier. */
-static struct {
-    const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS];
-    int depth;
-} templates[SLUICE_MODE_COUNT];
+static struct sluice_stack templates[SLUICE_MODE_COUNT];
+
+/* Some tier above the bottom one answers path calls: a path's mode must be
+ * known before its call goes down. */
+static int path_tiers;
 
 /* The tiers each mode puts on top. */
 static const char *const mode_tiers[SLUICE_MODE_COUNT] = {
@@ -46,7 +47,7 @@ static const char *tier_check(const struct sluice_tier_ops *t, int allow_test)
 {
     if (t->abi != SLUICE_TIER_ABI)
         return "was built for another tier ABI";
-    if (t->size < offsetof(struct sluice_tier_ops, control))
+    if (t->size < offsetof(struct sluice_tier_ops, control) + sizeof t->control)
         return "has a truncated operations table";
     if (t->file_state > SLUICE_TIER_STATE_BYTES)
         return "needs more per-file state than the core keeps";
@@ -88,13 +89,25 @@ static void template_add(int m, const char *list, int allow_test)
     }
 }
 
+static int tier_has_path_slots(const struct sluice_tier_ops *t)
+{
+    return SLUICE_TIER_HAS(t, path_stat) || SLUICE_TIER_HAS(t, path_statx) || SLUICE_TIER_HAS(t, path_access) ||
+           SLUICE_TIER_HAS(t, path_mkdir) || SLUICE_TIER_HAS(t, path_unlink) || SLUICE_TIER_HAS(t, path_rename) ||
+           SLUICE_TIER_HAS(t, path_link) || SLUICE_TIER_HAS(t, path_symlink) ||
+           SLUICE_TIER_HAS(t, path_truncate) || SLUICE_TIER_HAS(t, path_chmod) || SLUICE_TIER_HAS(t, path_chown) ||
+           SLUICE_TIER_HAS(t, path_utimens) || SLUICE_TIER_HAS(t, path_xattr);
+}
+
 int sluice_stack_init(const char *tiers, int allow_test_tiers)
 {
     memset(templates, 0, sizeof templates);
+    path_tiers = 0;
     for (int m = 0; m < SLUICE_MODE_COUNT; m++) {
         template_add(m, mode_tiers[m], allow_test_tiers);
         template_add(m, tiers, allow_test_tiers);
         templates[m].tier[templates[m].depth++] = sluice_tier_find("passthru");
+        for (int i = 0; i < templates[m].depth - 1; i++)
+            path_tiers |= tier_has_path_slots(templates[m].tier[i]);
     }
     return templates[SLUICE_MODE_PROFILE].depth;
 }
@@ -126,6 +139,16 @@ int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode)
      * the same calls, so the core counts both at once. */
     f->sides = f->depth == 1 ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP;
     return 0;
+}
+
+const struct sluice_stack *sluice_stack_of(enum sluice_mode mode)
+{
+    return &templates[(unsigned)mode < SLUICE_MODE_COUNT ? mode : SLUICE_MODE_PROFILE];
+}
+
+int sluice_stack_has_path_tiers(void)
+{
+    return path_tiers;
 }
 
 int sluice_stack_is_bottom_only(enum sluice_mode mode)
@@ -199,3 +222,40 @@ TIER_DISPATCH(int, ftruncate, (struct sluice_file *f, int level, off_t len), (f,
 TIER_DISPATCH(int, fstat, (struct sluice_file *f, int level, struct stat *st), (f, level, st))
 TIER_DISPATCH(int, close, (struct sluice_file *f, int level), (f, level))
 TIER_DISPATCH(int, control, (struct sluice_file *f, int level, int op, void *arg), (f, level, op, arg))
+TIER_DISPATCH(int, fchmod, (struct sluice_file *f, int level, mode_t mode), (f, level, mode))
+TIER_DISPATCH(int, fchown, (struct sluice_file *f, int level, uid_t uid, gid_t gid), (f, level, uid, gid))
+TIER_DISPATCH(int, futimens, (struct sluice_file *f, int level, const struct timespec times[2]), (f, level, times))
+TIER_DISPATCH(int, fallocate, (struct sluice_file *f, int level, int mode, off_t off, off_t len),
+              (f, level, mode, off, len))
+TIER_DISPATCH(ssize_t, fxattr, (struct sluice_file *f, int level, const struct sluice_xattr *x), (f, level, x))
+
+/* Path dispatchers: the same walk down the stack of the path's mode. */
+#define PATH_DISPATCH(ret, op, params, args)                                  \
+    ret sluice_tier_##op params                                               \
+    {                                                                         \
+        for (; level < s->depth; level++)                                     \
+            if (SLUICE_TIER_HAS(s->tier[level], op))                          \
+                return s->tier[level]->op args;                               \
+        return -ENOSYS;                                                       \
+    }
+
+typedef const struct sluice_stack cstack;
+typedef const struct sluice_path cpath;
+
+PATH_DISPATCH(int, path_stat, (cstack *s, int level, cpath *p, struct stat *st, int flags), (s, level, p, st, flags))
+PATH_DISPATCH(int, path_statx, (cstack *s, int level, cpath *p, int flags, unsigned mask, struct statx *stx),
+              (s, level, p, flags, mask, stx))
+PATH_DISPATCH(int, path_access, (cstack *s, int level, cpath *p, int mode, int flags), (s, level, p, mode, flags))
+PATH_DISPATCH(int, path_mkdir, (cstack *s, int level, cpath *p, mode_t mode), (s, level, p, mode))
+PATH_DISPATCH(int, path_unlink, (cstack *s, int level, cpath *p, int flags), (s, level, p, flags))
+PATH_DISPATCH(int, path_rename, (cstack *s, int level, cpath *from, cpath *to, unsigned flags),
+              (s, level, from, to, flags))
+PATH_DISPATCH(int, path_link, (cstack *s, int level, cpath *from, cpath *to, int flags), (s, level, from, to, flags))
+PATH_DISPATCH(int, path_symlink, (cstack *s, int level, const char *target, cpath *p), (s, level, target, p))
+PATH_DISPATCH(int, path_truncate, (cstack *s, int level, cpath *p, off_t len), (s, level, p, len))
+PATH_DISPATCH(int, path_chmod, (cstack *s, int level, cpath *p, mode_t mode, int flags), (s, level, p, mode, flags))
+PATH_DISPATCH(int, path_chown, (cstack *s, int level, cpath *p, uid_t uid, gid_t gid, int flags),
+              (s, level, p, uid, gid, flags))
+PATH_DISPATCH(int, path_utimens, (cstack *s, int level, cpath *p, const struct timespec times[2], int flags),
+              (s, level, p, times, flags))
+PATH_DISPATCH(ssize_t, path_xattr, (cstack *s, int level, cpath *p, const struct sluice_xattr *x), (s, level, p, x))

@@ -9,6 +9,19 @@
 #include "core/file.h"
 #include "core/policy.h"
 
+/* The tiers of one mode, top first, the bottom tier last. */
+struct sluice_stack {
+    const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS];
+    int depth;
+};
+
+/* The stack of `mode`, for path calls. */
+const struct sluice_stack *sluice_stack_of(enum sluice_mode mode);
+
+/* 1 when a tier above the bottom one answers path calls in some mode: a
+ * path must then be resolved (its mode known) before its call goes down. */
+int sluice_stack_has_path_tiers(void);
+
 /* Parse and validate the configured stack. A rejected tier is reported once
  * on stderr and left out. Returns the number of tiers in the stack. */
 int sluice_stack_init(const char *tiers, int allow_test_tiers);

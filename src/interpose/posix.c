@@ -12,13 +12,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/sendfile.h>
+#include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
+#include <utime.h>
 
-#include "buffer/buffer.h"
-#include "stage/stage.h"
 #include "common/pathnorm.h"
 #include "core/counters.h"
 #include "core/file.h"
+#include "core/pathcall.h"
 #include "core/policy.h"
 #include "interpose/interpose.h"
 #include "sys/userptr.h"
@@ -309,9 +312,7 @@ SLUICE_EXPORT int fstat64(int fd, struct stat64 *st)
     FD_IO(fd, SLUICE_REAL(fstat64)(fd, st), sluice_file_fstat(f, (struct stat *)st));
 }
 
-/* The old ABI: version 1 is the kernel's struct stat on x86-64, the layout
- * of today's struct stat; other versions go straight through. */
-#define STAT_VER_LINUX 1
+#define STAT_VER_LINUX 1   /* the old stat ABI's version of today's struct stat */
 
 SLUICE_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
@@ -495,398 +496,561 @@ SLUICE_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, 
 
 /* --------------------------------------------------------------- metadata */
 
-/* The record of (dirfd, path) if the policy records it, else NULL. */
-static struct sluice_record *path_record(int dirfd, const char *path)
-{
-    char abs[PATH_MAX];
-
-    if (!path || sluice_policy_skip_fast(path) ||
-        sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
-        return NULL;
-    return sluice_record_get(SLUICE_MOD_POSIX, abs);
-}
-
-/* A metadata call on a path: the real call, counted as `counter` on the
- * path's record when recorded. */
-/* Set by a stage hook that answered a path call from the tier: the call
- * never reached the file system (app side only). */
-static __thread int path_on_tier;
-
-#define PATH_META(dirfd, path, counter, realcall)                          \
-    do {                                                                   \
-        struct sluice_record *rec_;                                        \
-        int saved_ = errno, rc_, err_;                                     \
-        uint64_t t0_;                                                      \
-        if (!sluice_active() || sluice_ptr_null_page(path))                \
-            return realcall;                                               \
-        sluice__guard++;                                                   \
-        t0_ = sluice_now();                                                \
-        path_on_tier = 0;                                                  \
-        rc_ = realcall;                                                    \
-        err_ = errno;                                                      \
-        /* The kernel read the path first: read it only if it could. */    \
-        rec_ = rc_ < 0 && err_ == EFAULT && !sluice_user_str_ok(path)      \
-                   ? NULL : path_record(dirfd, path);                      \
-        if (rec_) {                                                        \
-            unsigned sides_ = SLUICE_SIDES_BOTH;                           \
-            if (path_on_tier) {                                            \
-                sluice_record_split_sides(rec_);                           \
-                sides_ = SLUICE_SIDES_APP;                                 \
-            }                                                              \
-            if (rc_ < 0)                                                   \
-                sluice_count_error(rec_, sides_);                          \
-            else                                                           \
-                sluice_count_meta(rec_, sides_, counter, t0_,              \
-                                  sluice_now());                        \
-        }                                                                  \
-        sluice__guard--;                                                   \
-        errno = rc_ < 0 ? err_ : saved_;                                   \
-        return rc_;                                                        \
+/* Every call that names a path: resolve, down the mode's stack, count
+ * (core/pathcall.h). `realcall` is the untouched call for when sluice is
+ * not recording; `tiercall` uses c (struct sluice_pathcall). */
+#define PATH_CALL(dirfd, path, counter, realcall, tiercall)                  \
+    do {                                                                     \
+        struct sluice_pathcall c;                                            \
+        int saved_ = errno;                                                  \
+        long rc_;                                                            \
+        if (!sluice_active() || sluice_ptr_null_page(path))                  \
+            return realcall;                                                 \
+        sluice__guard++;                                                     \
+        sluice_pathcall_begin(&c, dirfd, path, counter);                     \
+        rc_ = sluice_pathcall_end(&c, (long)(tiercall));                     \
+        sluice__guard--;                                                     \
+        return sluice_ret_int((int)rc_, saved_);                             \
     } while (0)
-
-/* ---- stage mode: paths this process staged are answered from the tier */
-
-static int ret_errno(int rc)
-{
-    if (rc < 0) {
-        errno = -rc;
-        return -1;
-    }
-    return 0;
-}
-
-/* Stage hooks read the path before any kernel call: only a readable one. */
-static int staged_abs(int dirfd, const char *path, char *abs)
-{
-    return stage_active() && sluice_user_str_ok(path) && sluice_path_absolute(dirfd, path, abs, PATH_MAX) == 0;
-}
-
-/* 1 when (dirfd, path) is staged here and *st was filled from the tier. */
-static int stage_stat_hook(int dirfd, const char *path, struct stat *st)
-{
-    char abs[PATH_MAX];
-
-    if (!staged_abs(dirfd, path, abs) || !stage_path_stat(abs, st))
-        return 0;
-    path_on_tier = 1;
-    return 1;
-}
-
-#define STAGED_STAT(dirfd, path, st, realcall) \
-    (stage_stat_hook(dirfd, path, (struct stat *)(st)) ? 0 : (realcall))
-
-static struct statx_timestamp statx_time(struct timespec ts)
-{
-    return (struct statx_timestamp){.tv_sec = ts.tv_sec, .tv_nsec = (uint32_t)ts.tv_nsec};
-}
-
-/* statx of a staged path: the data file's stat, in statx's layout. */
-static int stage_statx_hook(int dirfd, const char *path, struct statx *stx)
-{
-    struct stat st;
-
-    if (!stage_stat_hook(dirfd, path, &st))
-        return 0;
-    memset(stx, 0, sizeof *stx);
-    stx->stx_mask = STATX_BASIC_STATS;
-    stx->stx_blksize = (uint32_t)st.st_blksize;
-    stx->stx_nlink = (uint32_t)st.st_nlink;
-    stx->stx_uid = st.st_uid;
-    stx->stx_gid = st.st_gid;
-    stx->stx_mode = (uint16_t)st.st_mode;
-    stx->stx_ino = st.st_ino;
-    stx->stx_size = (uint64_t)st.st_size;
-    stx->stx_blocks = (uint64_t)st.st_blocks;
-    stx->stx_atime = statx_time(st.st_atim);
-    stx->stx_mtime = statx_time(st.st_mtim);
-    stx->stx_ctime = statx_time(st.st_ctim);
-    stx->stx_dev_major = major(st.st_dev);
-    stx->stx_dev_minor = minor(st.st_dev);
-    return 1;
-}
-
-static int stage_access_hook(int dirfd, const char *path)
-{
-    struct stat st;
-    return stage_stat_hook(dirfd, path, &st);
-}
-
-/* mkdir of a directory stage mode knows exists: EEXIST, as the file system
- * would answer, without asking it again. */
-static int stage_mkdir_hook(int dirfd, const char *path)
-{
-    char abs[PATH_MAX];
-
-    if (!stage_active() || !sluice_user_str_ok(path) || sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
-        !stage_dir_exists(abs))
-        return 0;
-    path_on_tier = 1;
-    return 1;
-}
-
-#define STAGED_MKDIR(dirfd, path, realcall) (stage_mkdir_hook(dirfd, path) ? ret_errno(-EEXIST) : (realcall))
-
-static int stage_truncate_hook(const char *path, off_t len, int *rc)
-{
-    char abs[PATH_MAX];
-
-    if (!staged_abs(AT_FDCWD, path, abs) || !stage_path_truncate(abs, len, rc))
-        return 0;
-    path_on_tier = 1;
-    return 1;
-}
-
-/* A directory made here is remembered by stage mode. */
-static int note_mkdir(int rc, int dirfd, const char *path)
-{
-    char abs[PATH_MAX];
-
-    if (rc == 0 && path && sluice_path_absolute(dirfd, path, abs, sizeof abs) == 0)
-        stage_dir_created(abs);
-    return rc;
-}
-
-#define STAGED_ACCESS(dirfd, path, realcall) (stage_access_hook(dirfd, path) ? 0 : (realcall))
-
-static int stage_unlink_hook(int dirfd, const char *path, int *rc)
-{
-    char abs[PATH_MAX];
-
-    if (!staged_abs(dirfd, path, abs) || !stage_path_unlink(abs, rc))
-        return 0;
-    path_on_tier = 1;
-    return 1;
-}
-
-#define STAGED_UNLINK(dirfd, path, realcall)                                      \
-    ({                                                                            \
-        int staged_rc_;                                                           \
-        stage_unlink_hook(dirfd, path, &staged_rc_) ? ret_errno(staged_rc_) : (realcall); \
-    })
-
-static int stage_rename_hook(int fromfd, const char *from, int tofd, const char *to, int *rc)
-{
-    char a[PATH_MAX], b[PATH_MAX];
-
-    if (!staged_abs(fromfd, from, a) || !sluice_user_str_ok(to) || sluice_path_absolute(tofd, to, b, sizeof b) != 0 ||
-        !stage_path_rename(a, b, rc))
-        return 0;
-    path_on_tier = 1;
-    return 1;
-}
-
-#define STAGED_RENAME(fromfd, from, tofd, to, realcall)                                   \
-    ({                                                                                    \
-        int staged_rc_;                                                                   \
-        stage_rename_hook(fromfd, from, tofd, to, &staged_rc_) ? ret_errno(staged_rc_) : (realcall); \
-    })
-
-/* A path stat of a file this process buffers reports its logical size. */
-static int stat_fixup(int rc, struct stat *st)
-{
-    if (rc == 0 && buffer_active()) {
-        int saved = errno;
-        int64_t size = st->st_size;
-        buffer_stat_fixup(st->st_dev, st->st_ino, &size);
-        st->st_size = size;
-        errno = saved;
-    }
-    return rc;
-}
-
-static int statx_fixup(int rc, struct statx *stx)
-{
-    if (rc == 0 && buffer_active() && (stx->stx_mask & STATX_SIZE) && (stx->stx_mask & STATX_INO)) {
-        int saved = errno;
-        int64_t size = (int64_t)stx->stx_size;
-        buffer_stat_fixup(makedev(stx->stx_dev_major, stx->stx_dev_minor), stx->stx_ino, &size);
-        stx->stx_size = (uint64_t)size;
-        errno = saved;
-    }
-    return rc;
-}
 
 /* fstatat(fd, "", AT_EMPTY_PATH) is an fstat of fd. */
 #define IS_FD_STAT(path, flags) ((flags) & AT_EMPTY_PATH && (path) && (path)[0] == '\0')
 
+/* The old ABI: version 1 is the kernel's struct stat on x86-64, the layout
+ * of today's struct stat; other versions go straight through. */
+#define STAT_AT(dirfd, path, st, flags, realcall) \
+    PATH_CALL(dirfd, path, POSIX_STATS, realcall, sluice_tier_path_stat(c.stack, 0, &c.p, (struct stat *)(st), flags))
+
 SLUICE_EXPORT int stat(const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(stat)(path, st), st)));
+    STAT_AT(AT_FDCWD, path, st, 0, SLUICE_REAL(stat)(path, st));
 }
 
 SLUICE_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(stat64)(path, st), (struct stat *)st)));
+    STAT_AT(AT_FDCWD, path, st, 0, SLUICE_REAL(stat64)(path, st));
 }
 
 SLUICE_EXPORT int lstat(const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(lstat)(path, st), st)));
+    STAT_AT(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW, SLUICE_REAL(lstat)(path, st));
 }
 
 SLUICE_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(lstat64)(path, st), (struct stat *)st)));
+    STAT_AT(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW, SLUICE_REAL(lstat64)(path, st));
 }
 
 SLUICE_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(fstatat)(dirfd, path, st, flags), sluice_file_fstat(f, st));
-    PATH_META(dirfd, path, POSIX_STATS, STAGED_STAT(dirfd, path, st, stat_fixup(SLUICE_REAL(fstatat)(dirfd, path, st, flags), st)));
+    STAT_AT(dirfd, path, st, flags, SLUICE_REAL(fstatat)(dirfd, path, st, flags));
 }
 
 SLUICE_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
     if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(fstatat64)(dirfd, path, st, flags), sluice_file_fstat(f, (struct stat *)st));
-    PATH_META(dirfd, path, POSIX_STATS, STAGED_STAT(dirfd, path, st, stat_fixup(SLUICE_REAL(fstatat64)(dirfd, path, st, flags), (struct stat *)st)));
+    STAT_AT(dirfd, path, st, flags, SLUICE_REAL(fstatat64)(dirfd, path, st, flags));
 }
 
 SLUICE_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__xstat)(ver, path, st), st)) : SLUICE_REAL(__xstat)(ver, path, st));
+    if (ver != STAT_VER_LINUX)
+        return SLUICE_REAL(__xstat)(ver, path, st);
+    STAT_AT(AT_FDCWD, path, st, 0, SLUICE_REAL(__xstat)(ver, path, st));
 }
 
 SLUICE_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__xstat64)(ver, path, st), (struct stat *)st)) : SLUICE_REAL(__xstat64)(ver, path, st));
+    if (ver != STAT_VER_LINUX)
+        return SLUICE_REAL(__xstat64)(ver, path, st);
+    STAT_AT(AT_FDCWD, path, st, 0, SLUICE_REAL(__xstat64)(ver, path, st));
 }
 
 SLUICE_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__lxstat)(ver, path, st), st)) : SLUICE_REAL(__lxstat)(ver, path, st));
+    if (ver != STAT_VER_LINUX)
+        return SLUICE_REAL(__lxstat)(ver, path, st);
+    STAT_AT(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW, SLUICE_REAL(__lxstat)(ver, path, st));
 }
 
 SLUICE_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, ver == STAT_VER_LINUX ? STAGED_STAT(AT_FDCWD, path, st, stat_fixup(SLUICE_REAL(__lxstat64)(ver, path, st), (struct stat *)st)) : SLUICE_REAL(__lxstat64)(ver, path, st));
+    if (ver != STAT_VER_LINUX)
+        return SLUICE_REAL(__lxstat64)(ver, path, st);
+    STAT_AT(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW, SLUICE_REAL(__lxstat64)(ver, path, st));
 }
 
 SLUICE_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
-    if (ver == STAT_VER_LINUX && IS_FD_STAT(path, flags))
+    if (ver != STAT_VER_LINUX)
+        return SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags);
+    if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags), sluice_file_fstat(f, st));
-    PATH_META(dirfd, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags), st) : SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags));
+    STAT_AT(dirfd, path, st, flags, SLUICE_REAL(__fxstatat)(ver, dirfd, path, st, flags));
 }
 
 SLUICE_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
-    if (ver == STAT_VER_LINUX && IS_FD_STAT(path, flags))
+    if (ver != STAT_VER_LINUX)
+        return SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags);
+    if (IS_FD_STAT(path, flags))
         FD_IO(dirfd, SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags), sluice_file_fstat(f, (struct stat *)st));
-    PATH_META(dirfd, path, POSIX_STATS, ver == STAT_VER_LINUX ? stat_fixup(SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags), (struct stat *)st) : SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags));
+    STAT_AT(dirfd, path, st, flags, SLUICE_REAL(__fxstatat64)(ver, dirfd, path, st, flags));
 }
 
-/* statx of a descriptor counts on the descriptor's record (the tiers have
- * no statx slot yet: the kernel's answer is the file system's). */
-static int statx_fd(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
-{
-    struct sluice_file *f = sluice_fd_get(dirfd);
-    int saved = errno, rc;
-    uint64_t t0;
-
-    if (!f)
-        return SLUICE_REAL(statx)(dirfd, path, flags, mask, stx);
-    t0 = sluice_now();
-    rc = SLUICE_REAL(statx)(dirfd, path, flags, mask, stx);
-    if (rc < 0) {
-        saved = errno;
-        sluice_count_error(f->rec, f->sides);
-    } else {
-        sluice_count_meta(f->rec, f->sides, POSIX_STATS, t0, sluice_now());
-    }
-    sluice_file_put(f);
-    errno = saved;
-    return rc;
-}
-
+/* statx of a descriptor counts on the descriptor's record (the kernel's
+ * answer, with the size of what a tier holds: sluice_file_statx). */
 SLUICE_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *stx)
 {
-    if (sluice_active() && IS_FD_STAT(path, flags))
-        return statx_fd(dirfd, path, flags, mask, stx);
-    PATH_META(dirfd, path, POSIX_STATS, stage_statx_hook(dirfd, path, stx) ? 0 : statx_fixup(SLUICE_REAL(statx)(dirfd, path, flags, mask, stx), stx));
+    if (IS_FD_STAT(path, flags))
+        FD_IO(dirfd, SLUICE_REAL(statx)(dirfd, path, flags, mask, stx), sluice_file_statx(f, flags, mask, stx));
+    PATH_CALL(dirfd, path, POSIX_STATS, SLUICE_REAL(statx)(dirfd, path, flags, mask, stx),
+              sluice_tier_path_statx(c.stack, 0, &c.p, flags, mask, stx));
 }
 
 SLUICE_EXPORT int access(const char *path, int mode)
 {
-    PATH_META(AT_FDCWD, path, POSIX_STATS, STAGED_ACCESS(AT_FDCWD, path, SLUICE_REAL(access)(path, mode)));
+    PATH_CALL(AT_FDCWD, path, POSIX_STATS, SLUICE_REAL(access)(path, mode),
+              sluice_tier_path_access(c.stack, 0, &c.p, mode, 0));
 }
 
 SLUICE_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-    PATH_META(dirfd, path, POSIX_STATS, STAGED_ACCESS(dirfd, path, SLUICE_REAL(faccessat)(dirfd, path, mode, flags)));
+    PATH_CALL(dirfd, path, POSIX_STATS, SLUICE_REAL(faccessat)(dirfd, path, mode, flags),
+              sluice_tier_path_access(c.stack, 0, &c.p, mode, flags));
 }
 
 SLUICE_EXPORT int unlink(const char *path)
 {
-    PATH_META(AT_FDCWD, path, POSIX_UNLINKS, STAGED_UNLINK(AT_FDCWD, path, SLUICE_REAL(unlink)(path)));
+    PATH_CALL(AT_FDCWD, path, POSIX_UNLINKS, SLUICE_REAL(unlink)(path), sluice_tier_path_unlink(c.stack, 0, &c.p, 0));
 }
 
 SLUICE_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-    PATH_META(dirfd, path, (flags & AT_REMOVEDIR) ? POSIX_RMDIRS : POSIX_UNLINKS,
-              (flags & AT_REMOVEDIR) ? SLUICE_REAL(unlinkat)(dirfd, path, flags)
-                                     : STAGED_UNLINK(dirfd, path, SLUICE_REAL(unlinkat)(dirfd, path, flags)));
-}
-
-SLUICE_EXPORT int rename(const char *from, const char *to)
-{
-    PATH_META(AT_FDCWD, from, POSIX_RENAMES, STAGED_RENAME(AT_FDCWD, from, AT_FDCWD, to, SLUICE_REAL(rename)(from, to)));
-}
-
-SLUICE_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
-{
-    PATH_META(fromfd, from, POSIX_RENAMES, STAGED_RENAME(fromfd, from, tofd, to, SLUICE_REAL(renameat)(fromfd, from, tofd, to)));
-}
-
-SLUICE_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned int flags)
-{
-    PATH_META(fromfd, from, POSIX_RENAMES, SLUICE_REAL(renameat2)(fromfd, from, tofd, to, flags));
-}
-
-SLUICE_EXPORT int mkdir(const char *path, mode_t mode)
-{
-    PATH_META(AT_FDCWD, path, POSIX_MKDIRS, STAGED_MKDIR(AT_FDCWD, path, note_mkdir(SLUICE_REAL(mkdir)(path, mode), AT_FDCWD, path)));
-}
-
-SLUICE_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
-{
-    PATH_META(dirfd, path, POSIX_MKDIRS, STAGED_MKDIR(dirfd, path, note_mkdir(SLUICE_REAL(mkdirat)(dirfd, path, mode), dirfd, path)));
+    PATH_CALL(dirfd, path, (flags & AT_REMOVEDIR) ? POSIX_RMDIRS : POSIX_UNLINKS,
+              SLUICE_REAL(unlinkat)(dirfd, path, flags), sluice_tier_path_unlink(c.stack, 0, &c.p, flags));
 }
 
 SLUICE_EXPORT int rmdir(const char *path)
 {
-    PATH_META(AT_FDCWD, path, POSIX_RMDIRS, SLUICE_REAL(rmdir)(path));
+    PATH_CALL(AT_FDCWD, path, POSIX_RMDIRS, SLUICE_REAL(rmdir)(path),
+              sluice_tier_path_unlink(c.stack, 0, &c.p, AT_REMOVEDIR));
 }
 
-/* truncate(path) of a file this process buffers: every buffered byte
- * first (they were written before the call), then what it knows of the
- * file's size and contents changes with it. */
-static int wrap_truncate(const char *path, off_t len)
+/* remove(): unlink, or rmdir of a directory, as the C library does it. */
+static long remove_down(struct sluice_pathcall *c)
 {
-    struct stat st;
-    int rc;
-
-    if (stage_truncate_hook(path, len, &rc))
-        return ret_errno(rc);
-    if (buffer_active())
-        (void)sluice_tier_quiesce_buffers();
-    rc = SLUICE_REAL(truncate)(path, len);
-    if (rc == 0 && buffer_active()) {
-        int saved = errno;
-        if (SLUICE_REAL(stat)(path, &st) == 0)
-            buffer_path_truncated(st.st_dev, st.st_ino, len);
-        errno = saved;
+    long rc = sluice_tier_path_unlink(c->stack, 0, &c->p, 0);
+    if (rc == -EISDIR || rc == -EPERM) {
+        long r2 = sluice_tier_path_unlink(c->stack, 0, &c->p, AT_REMOVEDIR);
+        if (r2 == 0)
+            c->counter = POSIX_RMDIRS;
+        if (r2 == 0 || rc == -EISDIR)
+            rc = r2;
     }
     return rc;
 }
 
+SLUICE_EXPORT int remove(const char *path)
+{
+    PATH_CALL(AT_FDCWD, path, POSIX_UNLINKS, SLUICE_REAL(remove)(path), remove_down(&c));
+}
+
+/* Two-path calls: the second path goes down with the first. */
+#define TWO_PATHS(c, to, dirfd2, path2)  \
+    struct sluice_path to;               \
+    char to##_abs[PATH_MAX];             \
+    sluice_pathcall_second(&(c), &to, to##_abs, dirfd2, path2)
+
+static long rename_down(struct sluice_pathcall *c, int tofd, const char *to_path, unsigned flags)
+{
+    TWO_PATHS(*c, to, tofd, to_path);
+    return sluice_tier_path_rename(c->stack, 0, &c->p, &to, flags);
+}
+
+SLUICE_EXPORT int rename(const char *from, const char *to)
+{
+    PATH_CALL(AT_FDCWD, from, POSIX_RENAMES, SLUICE_REAL(rename)(from, to), rename_down(&c, AT_FDCWD, to, 0));
+}
+
+SLUICE_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+    PATH_CALL(fromfd, from, POSIX_RENAMES, SLUICE_REAL(renameat)(fromfd, from, tofd, to),
+              rename_down(&c, tofd, to, 0));
+}
+
+SLUICE_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned int flags)
+{
+    PATH_CALL(fromfd, from, POSIX_RENAMES, SLUICE_REAL(renameat2)(fromfd, from, tofd, to, flags),
+              rename_down(&c, tofd, to, flags));
+}
+
+/* link(from, to) and symlink(target, to) are counted on the name made. */
+static long link_down(struct sluice_pathcall *c, int fromfd, const char *from, int flags)
+{
+    TWO_PATHS(*c, src, fromfd, from);
+    return sluice_tier_path_link(c->stack, 0, &src, &c->p, flags);
+}
+
+SLUICE_EXPORT int link(const char *from, const char *to)
+{
+    PATH_CALL(AT_FDCWD, to, POSIX_LINKS, SLUICE_REAL(link)(from, to), link_down(&c, AT_FDCWD, from, 0));
+}
+
+SLUICE_EXPORT int linkat(int fromfd, const char *from, int tofd, const char *to, int flags)
+{
+    PATH_CALL(tofd, to, POSIX_LINKS, SLUICE_REAL(linkat)(fromfd, from, tofd, to, flags),
+              link_down(&c, fromfd, from, flags));
+}
+
+SLUICE_EXPORT int symlink(const char *target, const char *to)
+{
+    PATH_CALL(AT_FDCWD, to, POSIX_LINKS, SLUICE_REAL(symlink)(target, to),
+              sluice_tier_path_symlink(c.stack, 0, target, &c.p));
+}
+
+SLUICE_EXPORT int symlinkat(const char *target, int tofd, const char *to)
+{
+    PATH_CALL(tofd, to, POSIX_LINKS, SLUICE_REAL(symlinkat)(target, tofd, to),
+              sluice_tier_path_symlink(c.stack, 0, target, &c.p));
+}
+
+SLUICE_EXPORT int mkdir(const char *path, mode_t mode)
+{
+    PATH_CALL(AT_FDCWD, path, POSIX_MKDIRS, SLUICE_REAL(mkdir)(path, mode),
+              sluice_tier_path_mkdir(c.stack, 0, &c.p, mode));
+}
+
+SLUICE_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+    PATH_CALL(dirfd, path, POSIX_MKDIRS, SLUICE_REAL(mkdirat)(dirfd, path, mode),
+              sluice_tier_path_mkdir(c.stack, 0, &c.p, mode));
+}
+
 SLUICE_EXPORT int truncate(const char *path, off_t len)
 {
-    PATH_META(AT_FDCWD, path, POSIX_TRUNCATES, wrap_truncate(path, len));
+    PATH_CALL(AT_FDCWD, path, POSIX_TRUNCATES, SLUICE_REAL(truncate)(path, len),
+              sluice_tier_path_truncate(c.stack, 0, &c.p, len));
 }
 
 SLUICE_EXPORT int truncate64(const char *path, off64_t len)
 {
-    PATH_META(AT_FDCWD, path, POSIX_TRUNCATES, wrap_truncate(path, len));
+    PATH_CALL(AT_FDCWD, path, POSIX_TRUNCATES, SLUICE_REAL(truncate64)(path, len),
+              sluice_tier_path_truncate(c.stack, 0, &c.p, len));
+}
+
+/* ---- modes, owners, times ---- */
+
+SLUICE_EXPORT int chmod(const char *path, mode_t mode)
+{
+    PATH_CALL(AT_FDCWD, path, POSIX_CHMODS, SLUICE_REAL(chmod)(path, mode),
+              sluice_tier_path_chmod(c.stack, 0, &c.p, mode, 0));
+}
+
+SLUICE_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+    PATH_CALL(dirfd, path, POSIX_CHMODS, SLUICE_REAL(fchmodat)(dirfd, path, mode, flags),
+              sluice_tier_path_chmod(c.stack, 0, &c.p, mode, flags));
+}
+
+SLUICE_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
+{
+    PATH_CALL(AT_FDCWD, path, POSIX_CHOWNS, SLUICE_REAL(chown)(path, uid, gid),
+              sluice_tier_path_chown(c.stack, 0, &c.p, uid, gid, 0));
+}
+
+SLUICE_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+{
+    PATH_CALL(AT_FDCWD, path, POSIX_CHOWNS, SLUICE_REAL(lchown)(path, uid, gid),
+              sluice_tier_path_chown(c.stack, 0, &c.p, uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+
+SLUICE_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
+{
+    PATH_CALL(dirfd, path, POSIX_CHOWNS, SLUICE_REAL(fchownat)(dirfd, path, uid, gid, flags),
+              sluice_tier_path_chown(c.stack, 0, &c.p, uid, gid, flags));
+}
+
+SLUICE_EXPORT int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
+{
+    /* utimensat(fd, NULL, ...) is futimens(fd, ...) */
+    if (!path)
+        return futimens(dirfd, times);
+    PATH_CALL(dirfd, path, POSIX_UTIMES, SLUICE_REAL(utimensat)(dirfd, path, times, flags),
+              sluice_tier_path_utimens(c.stack, 0, &c.p, times, flags));
+}
+
+/* The microsecond calls, in nanoseconds (NULL: now). */
+static const struct timespec *timeval_to_timespec(const struct timeval tv[2], struct timespec ts[2])
+{
+    if (!tv)
+        return NULL;
+    for (int i = 0; i < 2; i++)
+        ts[i] = (struct timespec){.tv_sec = tv[i].tv_sec, .tv_nsec = tv[i].tv_usec * 1000};
+    return ts;
+}
+
+SLUICE_EXPORT int utimes(const char *path, const struct timeval tv[2])
+{
+    struct timespec ts[2];
+    PATH_CALL(AT_FDCWD, path, POSIX_UTIMES, SLUICE_REAL(utimes)(path, tv),
+              sluice_tier_path_utimens(c.stack, 0, &c.p, timeval_to_timespec(tv, ts), 0));
+}
+
+SLUICE_EXPORT int lutimes(const char *path, const struct timeval tv[2])
+{
+    struct timespec ts[2];
+    PATH_CALL(AT_FDCWD, path, POSIX_UTIMES, SLUICE_REAL(lutimes)(path, tv),
+              sluice_tier_path_utimens(c.stack, 0, &c.p, timeval_to_timespec(tv, ts), AT_SYMLINK_NOFOLLOW));
+}
+
+SLUICE_EXPORT int utime(const char *path, const struct utimbuf *ub)
+{
+    struct timespec ts[2];
+    if (ub) {
+        ts[0] = (struct timespec){.tv_sec = ub->actime};
+        ts[1] = (struct timespec){.tv_sec = ub->modtime};
+    }
+    PATH_CALL(AT_FDCWD, path, POSIX_UTIMES, SLUICE_REAL(utime)(path, ub),
+              sluice_tier_path_utimens(c.stack, 0, &c.p, ub ? ts : NULL, 0));
+}
+
+/* ---- extended attributes ---- */
+
+#define XATTR_PATH(path, realcall, ...)                                                 \
+    do {                                                                                \
+        struct sluice_xattr x_ = {__VA_ARGS__};                                         \
+        int counter_ = x_.op == SLUICE_XATTR_GET || x_.op == SLUICE_XATTR_LIST ? POSIX_XATTR_READS \
+                                                                               : POSIX_XATTR_WRITES; \
+        struct sluice_pathcall c;                                                       \
+        int saved_ = errno;                                                             \
+        long rc_;                                                                       \
+        if (!sluice_active() || sluice_ptr_null_page(path))                             \
+            return realcall;                                                            \
+        sluice__guard++;                                                                \
+        sluice_pathcall_begin(&c, AT_FDCWD, path, counter_);                            \
+        rc_ = sluice_pathcall_end(&c, (long)sluice_tier_path_xattr(c.stack, 0, &c.p, &x_)); \
+        sluice__guard--;                                                                \
+        return sluice_ret_ssize(rc_, saved_);                                           \
+    } while (0)
+
+SLUICE_EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size)
+{
+    XATTR_PATH(path, SLUICE_REAL(getxattr)(path, name, value, size), .op = SLUICE_XATTR_GET, .name = name,
+               .value = value, .size = size);
+}
+
+SLUICE_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size)
+{
+    XATTR_PATH(path, SLUICE_REAL(lgetxattr)(path, name, value, size), .op = SLUICE_XATTR_GET, .name = name,
+               .value = value, .size = size, .nofollow = 1);
+}
+
+SLUICE_EXPORT int setxattr(const char *path, const char *name, const void *value, size_t size, int flags)
+{
+    XATTR_PATH(path, SLUICE_REAL(setxattr)(path, name, value, size, flags), .op = SLUICE_XATTR_SET, .name = name,
+               .value = (void *)value, .size = size, .flags = flags);
+}
+
+SLUICE_EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags)
+{
+    XATTR_PATH(path, SLUICE_REAL(lsetxattr)(path, name, value, size, flags), .op = SLUICE_XATTR_SET, .name = name,
+               .value = (void *)value, .size = size, .flags = flags, .nofollow = 1);
+}
+
+SLUICE_EXPORT ssize_t listxattr(const char *path, char *list, size_t size)
+{
+    XATTR_PATH(path, SLUICE_REAL(listxattr)(path, list, size), .op = SLUICE_XATTR_LIST, .value = list, .size = size);
+}
+
+SLUICE_EXPORT ssize_t llistxattr(const char *path, char *list, size_t size)
+{
+    XATTR_PATH(path, SLUICE_REAL(llistxattr)(path, list, size), .op = SLUICE_XATTR_LIST, .value = list,
+               .size = size, .nofollow = 1);
+}
+
+SLUICE_EXPORT int removexattr(const char *path, const char *name)
+{
+    XATTR_PATH(path, SLUICE_REAL(removexattr)(path, name), .op = SLUICE_XATTR_REMOVE, .name = name);
+}
+
+SLUICE_EXPORT int lremovexattr(const char *path, const char *name)
+{
+    XATTR_PATH(path, SLUICE_REAL(lremovexattr)(path, name), .op = SLUICE_XATTR_REMOVE, .name = name,
+               .nofollow = 1);
+}
+
+/* ---- metadata of an open file ---- */
+
+SLUICE_EXPORT int fchmod(int fd, mode_t mode)
+{
+    FD_IO(fd, SLUICE_REAL(fchmod)(fd, mode), sluice_file_fchmod(f, mode));
+}
+
+SLUICE_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+    FD_IO(fd, SLUICE_REAL(fchown)(fd, uid, gid), sluice_file_fchown(f, uid, gid));
+}
+
+SLUICE_EXPORT int futimens(int fd, const struct timespec times[2])
+{
+    FD_IO(fd, SLUICE_REAL(futimens)(fd, times), sluice_file_futimens(f, times));
+}
+
+SLUICE_EXPORT int futimes(int fd, const struct timeval tv[2])
+{
+    struct timespec ts[2];
+    FD_IO(fd, SLUICE_REAL(futimes)(fd, tv), sluice_file_futimens(f, timeval_to_timespec(tv, ts)));
+}
+
+SLUICE_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+    FD_IO(fd, SLUICE_REAL(fallocate)(fd, mode, off, len), sluice_file_fallocate(f, mode, off, len));
+}
+
+SLUICE_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
+{
+    FD_IO(fd, SLUICE_REAL(fallocate64)(fd, mode, off, len), sluice_file_fallocate(f, mode, off, len));
+}
+
+/* posix_fallocate returns the error number itself. */
+SLUICE_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+    struct sluice_file *f;
+    int rc;
+
+    if (!sluice_active() || !(f = sluice_fd_get(fd)))
+        return SLUICE_REAL(posix_fallocate)(fd, off, len);
+    sluice__guard++;
+    rc = sluice_file_fallocate(f, SLUICE_POSIX_FALLOCATE, off, len);
+    sluice__guard--;
+    sluice_file_put(f);
+    return -rc;
+}
+
+SLUICE_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
+{
+    return posix_fallocate(fd, off, len);
+}
+
+#define XATTR_FD(fd, realcall, ...)                                                        \
+    do {                                                                                   \
+        struct sluice_xattr x_ = {__VA_ARGS__};                                            \
+        FD_IO(fd, realcall, sluice_file_fxattr(f, &x_));                                   \
+    } while (0)
+
+SLUICE_EXPORT ssize_t fgetxattr(int fd, const char *name, void *value, size_t size)
+{
+    XATTR_FD(fd, SLUICE_REAL(fgetxattr)(fd, name, value, size), .op = SLUICE_XATTR_GET, .name = name,
+             .value = value, .size = size);
+}
+
+SLUICE_EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+{
+    XATTR_FD(fd, SLUICE_REAL(fsetxattr)(fd, name, value, size, flags), .op = SLUICE_XATTR_SET, .name = name,
+             .value = (void *)value, .size = size, .flags = flags);
+}
+
+SLUICE_EXPORT ssize_t flistxattr(int fd, char *list, size_t size)
+{
+    XATTR_FD(fd, SLUICE_REAL(flistxattr)(fd, list, size), .op = SLUICE_XATTR_LIST, .value = list, .size = size);
+}
+
+SLUICE_EXPORT int fremovexattr(int fd, const char *name)
+{
+    XATTR_FD(fd, SLUICE_REAL(fremovexattr)(fd, name), .op = SLUICE_XATTR_REMOVE, .name = name);
+}
+
+/* ---- bytes the kernel moves between descriptors ---- */
+
+/* copy_file_range, sendfile, splice: the kernel reads one file and writes
+ * another without the bytes passing through the program, so a tier holding
+ * either file's bytes steps aside first (SLUICE_FALLBACK_KERNEL); the bytes
+ * moved are counted as a read of the source and a write of the target. */
+static int kernel_copy_prepare(int in, int out)
+{
+    int known = 0;
+    if (!sluice_active())
+        return 0;
+    if (sluice_fd_known(in)) {
+        sluice_fd_fallback(in, SLUICE_FALLBACK_KERNEL);
+        known = 1;
+    }
+    if (sluice_fd_known(out)) {
+        sluice_fd_fallback(out, SLUICE_FALLBACK_KERNEL);
+        known = 1;
+    }
+    return known;
+}
+
+static void kernel_copy_done(int in, const loff_t *off_in, int out, const loff_t *off_out, ssize_t rc,
+                             uint64_t t0)
+{
+    int saved = errno;
+    sluice__guard++;
+    sluice_file_kernel_copied(in, off_in ? *off_in - (rc > 0 ? rc : 0) : -1, SLUICE_READ, rc, t0);
+    sluice_file_kernel_copied(out, off_out ? *off_out - (rc > 0 ? rc : 0) : -1, SLUICE_WRITE, rc, t0);
+    sluice__guard--;
+    errno = saved;
+}
+
+SLUICE_EXPORT ssize_t copy_file_range(int in, loff_t *off_in, int out, loff_t *off_out, size_t len,
+                                      unsigned int flags)
+{
+    if (!kernel_copy_prepare(in, out))
+        return SLUICE_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
+    uint64_t t0 = sluice_now();
+    ssize_t rc = SLUICE_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
+    kernel_copy_done(in, off_in, out, off_out, rc, t0);
+    return rc;
+}
+
+SLUICE_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+    if (!kernel_copy_prepare(in, out))
+        return SLUICE_REAL(sendfile)(out, in, off, count);
+    uint64_t t0 = sluice_now();
+    ssize_t rc = SLUICE_REAL(sendfile)(out, in, off, count);
+    kernel_copy_done(in, (const loff_t *)off, out, NULL, rc, t0);
+    return rc;
+}
+
+SLUICE_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+    return sendfile(out, in, off, count);
+}
+
+SLUICE_EXPORT ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
+{
+    if (!kernel_copy_prepare(in, out))
+        return SLUICE_REAL(splice)(in, off_in, out, off_out, len, flags);
+    uint64_t t0 = sluice_now();
+    ssize_t rc = SLUICE_REAL(splice)(in, off_in, out, off_out, len, flags);
+    kernel_copy_done(in, off_in, out, off_out, rc, t0);
+    return rc;
+}
+
+/* ---- names the C library resolves ---- */
+
+/* realpath() stats every component itself: one stat of the path, counted. */
+SLUICE_EXPORT char *realpath(const char *path, char *resolved)
+{
+    struct sluice_pathcall c;
+    int saved = errno;
+    char *r;
+
+    if (!sluice_active() || sluice_ptr_null_page(path))
+        return SLUICE_REAL(realpath)(path, resolved);
+    sluice__guard++;
+    sluice_pathcall_begin(&c, AT_FDCWD, path, POSIX_STATS);
+    r = SLUICE_REAL(realpath)(path, resolved);
+    if (!r)
+        saved = errno;
+    (void)sluice_pathcall_end(&c, r ? 0 : -saved);
+    sluice__guard--;
+    errno = saved;
+    return r;
 }

@@ -16,7 +16,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/time.h>
 #include <sys/uio.h>
+#include <utime.h>
 #include <unistd.h>
 
 /* Old stat ABI, no longer declared by glibc 2.33+ headers but still called

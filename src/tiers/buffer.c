@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "buffer/budget.h"
@@ -36,6 +37,7 @@
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/file.h"
+#include "core/stack.h"
 #include "sys/real.h"
 
 #define MIB (1024 * 1024)
@@ -68,7 +70,7 @@ static inline struct buffer_desc *desc_of(struct sluice_file *f, int level)
 
 static const int fallback_counter[] = {
     [0] = POSIX_FALLBACK_MMAP, [1] = POSIX_FALLBACK_DIRECT, [2] = POSIX_FALLBACK_LOCK,
-    [3] = POSIX_FALLBACK_SHARED, [4] = POSIX_FALLBACK_MEMORY,
+    [3] = POSIX_FALLBACK_SHARED, [4] = POSIX_FALLBACK_MEMORY, [5] = POSIX_FALLBACK_KERNEL,
 };
 
 static void count_fallback(struct sluice_file *f, unsigned reason)
@@ -791,6 +793,15 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
         }
         return sluice_tier_control(f, level + 1, op, arg);
     }
+    if (op == SLUICE_CTL_SYNC) {
+        if (ino) {
+            pthread_mutex_lock(&ino->lock);
+            flush_sync(ino);
+            ino->ra_len = 0;
+            pthread_mutex_unlock(&ino->lock);
+        }
+        return sluice_tier_control(f, level + 1, op, arg);
+    }
     if (op != SLUICE_CTL_FALLBACK)
         return sluice_tier_control(f, level + 1, op, arg);
     reason = *(const unsigned *)arg;
@@ -799,7 +810,7 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
     pthread_mutex_lock(&ino->lock);
     flush_sync(ino);
     ino->ra_len = 0;
-    if (reason & (BUFFER_FALLBACK_MMAP | BUFFER_FALLBACK_DIRECT | BUFFER_FALLBACK_LOCK)) {
+    if (reason & (BUFFER_FALLBACK_MMAP | BUFFER_FALLBACK_DIRECT | BUFFER_FALLBACK_LOCK | SLUICE_FALLBACK_KERNEL)) {
         /* The whole file: every description of it goes straight through. */
         if ((ino->fallback & reason) != reason)
             count_fallback(f, reason & ~ino->fallback);
@@ -814,6 +825,124 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
     }
     pthread_mutex_unlock(&ino->lock);
     return 0;
+}
+
+/* ------------------------------------------------------------ metadata */
+
+/* A change of the file's metadata comes after every byte written before it
+ * (a later flush would move its times or clear its set-id bits). */
+static int buffer_quiesce(unsigned why);
+
+static void sync_first(struct sluice_file *f, int level)
+{
+    (void)buffer_control(f, level, SLUICE_CTL_SYNC, NULL);
+}
+
+static int buffer_fchmod(struct sluice_file *f, int level, mode_t mode)
+{
+    sync_first(f, level);
+    return sluice_tier_fchmod(f, level + 1, mode);
+}
+
+static int buffer_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
+{
+    sync_first(f, level);
+    return sluice_tier_fchown(f, level + 1, uid, gid);
+}
+
+static int buffer_futimens(struct sluice_file *f, int level, const struct timespec times[2])
+{
+    sync_first(f, level);
+    return sluice_tier_futimens(f, level + 1, times);
+}
+
+static ssize_t buffer_fxattr(struct sluice_file *f, int level, const struct sluice_xattr *x)
+{
+    if (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE)
+        sync_first(f, level);
+    return sluice_tier_fxattr(f, level + 1, x);
+}
+
+/* The kernel changes the bytes (holes, ranges, preallocation): the file
+ * goes straight through from here on. */
+static int buffer_fallocate(struct sluice_file *f, int level, int mode, off_t off, off_t len)
+{
+    unsigned reason = SLUICE_FALLBACK_KERNEL;
+    (void)buffer_control(f, level, SLUICE_CTL_FALLBACK, &reason);
+    return sluice_tier_fallocate(f, level + 1, mode, off, len);
+}
+
+/* Path calls: the sizes this process knows, and its bytes first. */
+typedef const struct sluice_stack cstack;
+typedef const struct sluice_path cpath;
+
+static int buffer_path_stat(cstack *s, int level, cpath *p, struct stat *st, int flags)
+{
+    int rc = sluice_tier_path_stat(s, level + 1, p, st, flags);
+    if (rc == 0 && buffer_active()) {
+        int64_t size = st->st_size;
+        buffer_stat_fixup(st->st_dev, st->st_ino, &size);
+        st->st_size = size;
+    }
+    return rc;
+}
+
+static int buffer_path_statx(cstack *s, int level, cpath *p, int flags, unsigned mask, struct statx *stx)
+{
+    int rc = sluice_tier_path_statx(s, level + 1, p, flags, mask, stx);
+    if (rc == 0 && buffer_active() && (stx->stx_mask & STATX_SIZE) && (stx->stx_mask & STATX_INO)) {
+        int64_t size = (int64_t)stx->stx_size;
+        buffer_stat_fixup(makedev(stx->stx_dev_major, stx->stx_dev_minor), stx->stx_ino, &size);
+        stx->stx_size = (uint64_t)size;
+    }
+    return rc;
+}
+
+/* truncate(path) of a file this process buffers: every buffered byte
+ * first (they were written before the call), then what it knows of the
+ * file's size and contents changes with it. */
+static int buffer_path_truncate(cstack *s, int level, cpath *p, off_t len)
+{
+    struct stat st;
+    int active = buffer_active();
+
+    if (active)
+        (void)buffer_quiesce(SLUICE_QUIESCE_END);
+    int rc = sluice_tier_path_truncate(s, level + 1, p, len);
+    if (rc == 0 && active && sluice_tier_path_stat(s, level + 1, p, &st, 0) == 0)
+        buffer_path_truncated(st.st_dev, st.st_ino, len);
+    return rc;
+}
+
+static void quiesce_if_active(void)
+{
+    if (buffer_active())
+        (void)buffer_quiesce(SLUICE_QUIESCE_END);
+}
+
+static int buffer_path_chmod(cstack *s, int level, cpath *p, mode_t mode, int flags)
+{
+    quiesce_if_active();
+    return sluice_tier_path_chmod(s, level + 1, p, mode, flags);
+}
+
+static int buffer_path_chown(cstack *s, int level, cpath *p, uid_t uid, gid_t gid, int flags)
+{
+    quiesce_if_active();
+    return sluice_tier_path_chown(s, level + 1, p, uid, gid, flags);
+}
+
+static int buffer_path_utimens(cstack *s, int level, cpath *p, const struct timespec times[2], int flags)
+{
+    quiesce_if_active();
+    return sluice_tier_path_utimens(s, level + 1, p, times, flags);
+}
+
+static ssize_t buffer_path_xattr(cstack *s, int level, cpath *p, const struct sluice_xattr *x)
+{
+    if (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE)
+        quiesce_if_active();
+    return sluice_tier_path_xattr(s, level + 1, p, x);
 }
 
 /* ------------------------------------------------------------ whole process */
@@ -942,6 +1071,18 @@ const struct sluice_tier_ops sluice_tier_buffer = {
     .fstat = buffer_fstat,
     .close = buffer_close,
     .control = buffer_control,
+    .fchmod = buffer_fchmod,
+    .fchown = buffer_fchown,
+    .futimens = buffer_futimens,
+    .fallocate = buffer_fallocate,
+    .fxattr = buffer_fxattr,
+    .path_stat = buffer_path_stat,
+    .path_statx = buffer_path_statx,
+    .path_truncate = buffer_path_truncate,
+    .path_chmod = buffer_path_chmod,
+    .path_chown = buffer_path_chown,
+    .path_utimens = buffer_path_utimens,
+    .path_xattr = buffer_path_xattr,
     .quiesce = buffer_quiesce,
     .after_fork_child = buffer_after_fork_child,
 };

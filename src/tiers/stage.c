@@ -25,7 +25,9 @@
 #include "common/diag.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "common/statconv.h"
 #include "core/file.h"
+#include "core/stack.h"
 #include "sys/guard.h"
 #include "sys/privfd.h"
 #include "sys/umask.h"
@@ -961,6 +963,120 @@ int stage_path_rename(const char *from, const char *to, int *rc)
     return 1;
 }
 
+/* Sets the mode publish will give abs (staged here). 1 when staged. */
+static int stage_path_set_mode(const char *abs, mode_t mode)
+{
+    pthread_mutex_lock(&st.lock);
+    struct staged *s = lookup_locked(abs);
+    if (s) {
+        s->e.mode = mode & 07777;
+        s->e.updated_ns = journal_now_ns();
+        (void)journal_write(st.jdir, &s->e);
+    }
+    pthread_mutex_unlock(&st.lock);
+    return s != NULL;
+}
+
+/* ---- tier slots: paths this process staged are answered from the tier ---- */
+
+typedef const struct sluice_stack cstack;
+typedef const struct sluice_path cpath;
+
+/* The path's absolute name when this process may have staged it. */
+static const char *staged_name(cpath *p)
+{
+    return p->abs && stage_active() ? p->abs : NULL;
+}
+
+static int stage_tier_path_stat(cstack *s, int level, cpath *p, struct stat *sb, int flags)
+{
+    const char *abs = staged_name(p);
+    if (abs && stage_path_stat(abs, sb))
+        return 0;
+    return sluice_tier_path_stat(s, level + 1, p, sb, flags);
+}
+
+static int stage_tier_path_statx(cstack *s, int level, cpath *p, int flags, unsigned mask, struct statx *stx)
+{
+    const char *abs = staged_name(p);
+    struct stat sb;
+    if (abs && stage_path_stat(abs, &sb)) {
+        sluice_stat_to_statx(&sb, stx);
+        return 0;
+    }
+    return sluice_tier_path_statx(s, level + 1, p, flags, mask, stx);
+}
+
+static int stage_tier_path_access(cstack *s, int level, cpath *p, int mode, int flags)
+{
+    const char *abs = staged_name(p);
+    struct stat sb;
+    if (abs && stage_path_stat(abs, &sb))
+        return 0;
+    return sluice_tier_path_access(s, level + 1, p, mode, flags);
+}
+
+/* mkdir of a directory stage mode knows exists: EEXIST, as the file system
+ * would answer, without asking it again; a directory made is remembered. */
+static int stage_tier_path_mkdir(cstack *s, int level, cpath *p, mode_t mode)
+{
+    if (p->abs && stage_dir_exists(p->abs))
+        return -EEXIST;
+    int rc = sluice_tier_path_mkdir(s, level + 1, p, mode);
+    if (rc == 0 && p->abs)
+        stage_dir_created(p->abs);
+    return rc;
+}
+
+static int stage_tier_path_unlink(cstack *s, int level, cpath *p, int flags)
+{
+    const char *abs = staged_name(p);
+    int rc;
+    if (abs && !(flags & AT_REMOVEDIR) && stage_path_unlink(abs, &rc))
+        return rc;
+    return sluice_tier_path_unlink(s, level + 1, p, flags);
+}
+
+static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, unsigned flags)
+{
+    const char *abs = staged_name(from);
+    int rc;
+    if (abs && to->abs && flags == 0 && stage_path_rename(abs, to->abs, &rc))
+        return rc;
+    return sluice_tier_path_rename(s, level + 1, from, to, flags);
+}
+
+static int stage_tier_path_truncate(cstack *s, int level, cpath *p, off_t len)
+{
+    const char *abs = staged_name(p);
+    int rc;
+    if (abs && stage_path_truncate(abs, len, &rc))
+        return rc;
+    return sluice_tier_path_truncate(s, level + 1, p, len);
+}
+
+static int stage_tier_path_chmod(cstack *s, int level, cpath *p, mode_t mode, int flags)
+{
+    const char *abs = staged_name(p);
+    if (abs && stage_path_set_mode(abs, mode))
+        return 0;
+    return sluice_tier_path_chmod(s, level + 1, p, mode, flags);
+}
+
+/* fchmod of a staged file: the mode it will be published with. */
+static int stage_fchmod(struct sluice_file *f, int level, mode_t mode)
+{
+    struct staged *s = desc_of(f, level)->s;
+    if (!s)
+        return sluice_tier_fchmod(f, level + 1, mode);
+    pthread_mutex_lock(&st.lock);
+    s->e.mode = mode & 07777;
+    s->e.updated_ns = journal_now_ns();
+    (void)journal_write(st.jdir, &s->e);
+    pthread_mutex_unlock(&st.lock);
+    return 0;
+}
+
 const struct sluice_tier_ops sluice_tier_stage = {
     .size = sizeof(struct sluice_tier_ops),
     .abi = SLUICE_TIER_ABI,
@@ -979,6 +1095,15 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .fstat = stage_fstat,
     .close = stage_close,
     .control = stage_control,
+    .fchmod = stage_fchmod,
+    .path_stat = stage_tier_path_stat,
+    .path_statx = stage_tier_path_statx,
+    .path_access = stage_tier_path_access,
+    .path_mkdir = stage_tier_path_mkdir,
+    .path_unlink = stage_tier_path_unlink,
+    .path_rename = stage_tier_path_rename,
+    .path_truncate = stage_tier_path_truncate,
+    .path_chmod = stage_tier_path_chmod,
     .quiesce = stage_quiesce,
     .after_fork_child = stage_after_fork_child,
 };
