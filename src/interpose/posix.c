@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -641,22 +642,37 @@ SLUICE_EXPORT int rmdir(const char *path)
 }
 
 /* remove(): unlink, or rmdir of a directory, as the C library does it. */
+static __thread int remove_was_rmdir;
+
 static long remove_down(struct sluice_pathcall *c)
 {
     long rc = sluice_tier_path_unlink(c->stack, 0, &c->p, 0);
     if (rc == -EISDIR || rc == -EPERM) {
         long r2 = sluice_tier_path_unlink(c->stack, 0, &c->p, AT_REMOVEDIR);
-        if (r2 == 0)
+        if (r2 == 0) {
             c->counter = POSIX_RMDIRS;
+            remove_was_rmdir = 1;
+        }
         if (r2 == 0 || rc == -EISDIR)
             rc = r2;
     }
     return rc;
 }
 
-SLUICE_EXPORT int remove(const char *path)
+static int wrap_remove(const char *path)
 {
     PATH_CALL(AT_FDCWD, path, POSIX_UNLINKS, SLUICE_REAL(remove)(path), remove_down(&c));
+}
+
+/* The C library's remove() leaves errno at EISDIR after removing a
+ * directory; a program may look, so it finds the same. */
+SLUICE_EXPORT int remove(const char *path)
+{
+    remove_was_rmdir = 0;
+    int rc = wrap_remove(path);
+    if (rc == 0 && remove_was_rmdir)
+        errno = EISDIR;
+    return rc;
 }
 
 /* Two-path calls: the second path goes down with the first. */
@@ -1035,6 +1051,36 @@ SLUICE_EXPORT ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, s
 
 /* ---- names the C library resolves ---- */
 
+/* A name only the tiers know (a file stage mode holds): its directory's
+ * real path and its own name. */
+static char *realpath_of_tier_name(struct sluice_pathcall *c, char *resolved)
+{
+    struct stat st;
+    char dir[PATH_MAX], *slash;
+
+    if (!c->p.abs || sluice_tier_path_stat(c->stack, 0, &c->p, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        S_ISLNK(st.st_mode) || strlen(c->p.abs) >= sizeof dir)
+        return NULL;
+    strcpy(dir, c->p.abs);
+    slash = strrchr(dir, '/');
+    *slash = '\0';
+    char *r = SLUICE_REAL(realpath)(dir[0] ? dir : "/", NULL);
+    if (!r)
+        return NULL;
+    size_t n = strlen(r), m = strlen(slash + 1);
+    char *out = resolved ? resolved : malloc(PATH_MAX);
+    if (out && n + 1 + m < PATH_MAX) {
+        memcpy(out, r, n);
+        out[n] = '/';
+        memcpy(out + n + 1 - (n == 1), slash + 1, m + 1);
+    } else if (out && out != resolved) {
+        free(out);
+        out = NULL;
+    }
+    free(r);
+    return out;
+}
+
 /* realpath() stats every component itself: one stat of the path, counted. */
 SLUICE_EXPORT char *realpath(const char *path, char *resolved)
 {
@@ -1047,8 +1093,9 @@ SLUICE_EXPORT char *realpath(const char *path, char *resolved)
     sluice__guard++;
     sluice_pathcall_begin(&c, AT_FDCWD, path, POSIX_STATS);
     r = SLUICE_REAL(realpath)(path, resolved);
-    if (!r)
-        saved = errno;
+    saved = errno;   /* as the C library leaves it, success included (EINVAL from its readlinks) */
+    if (!r && saved == ENOENT && (r = realpath_of_tier_name(&c, resolved)) != NULL)
+        saved = EINVAL;   /* what the C library leaves after a file's realpath */
     (void)sluice_pathcall_end(&c, r ? 0 : -saved);
     sluice__guard--;
     errno = saved;

@@ -91,8 +91,9 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
         return fail("cannot name a temporary file for", e->path, -rc, why, whylen);
     (void)SLUICE_REAL(unlink)(tmp);   /* a stale one from a crashed publish */
     t0 = sluice_now();
-    dst = SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    sluice_privfd_note(dst);
+    /* (moved out of the program's low numbers at once: a drainer runs beside
+     * the program's own opens) */
+    dst = sluice_privfd_keep(SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (dst < 0) {
         rc = fail("cannot create", tmp, errno, why, whylen);
         if (rec)
@@ -162,8 +163,7 @@ int publish_complete(int ddir, const struct journal_entry *e, int dst, const cha
     int src, rc = 0;
     uint64_t t0;
 
-    src = SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-    sluice_privfd_note(src);
+    src = sluice_privfd_keep(SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
     if (src < 0 || SLUICE_REAL(fstat)(src, &st) != 0) {
         rc = fail("cannot open the staged data of", e->path, errno, why, whylen);
         goto out;

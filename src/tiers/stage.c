@@ -42,7 +42,7 @@
 /* One staged file, owned by this process while it is in the table. */
 struct staged {
     struct journal_entry e;
-    int lockfd;                   /* data/ID, flock'ed: no other drainer touches it */
+    int lockfd;                   /* locks/ID, flock'ed: no other drainer touches it */
     int opens;                    /* descriptions open on it */
     int draining;                 /* a drainer is publishing it */
     int failed;                   /* the last publish failed (reported once) */
@@ -65,7 +65,7 @@ struct stage_desc {
 
 static struct {
     int usable;
-    int ddir, jdir;
+    int ddir, jdir, ldir;
     char tier[4096];
     char host[64];
     unsigned long seq;
@@ -140,6 +140,13 @@ static void unlink_locked(struct staged *s)
     st.count--;
 }
 
+/* The staged data file's stat (data/ID, by name: the program may hold the
+ * only descriptor). */
+static int staged_data_stat(const struct staged *s, struct stat *sb)
+{
+    return SLUICE_REAL(fstatat)(st.ddir, s->e.id, sb, AT_SYMLINK_NOFOLLOW);
+}
+
 static void insert_locked(struct staged *s)
 {
     unsigned b = bucket_of(s->e.path);
@@ -189,6 +196,7 @@ static void forget_locked(struct staged *s)
 {
     precopy_drop_locked(s);
     unlink_locked(s);
+    (void)SLUICE_REAL(unlinkat)(st.ldir, s->e.id, 0);
     sluice_privfd_close(s->lockfd);   /* releases the lock */
     free(s);
     pthread_cond_broadcast(&st.done);
@@ -207,13 +215,14 @@ static int stage_init(void)
         snprintf(st.tier, sizeof st.tier, "%s", sluice_cfg.tier);
     else
         tierdir_default(st.tier, sizeof st.tier);
-    if (tierdir_open(st.tier, &root, &st.ddir, &st.jdir, why, sizeof why) != 0) {
+    if (tierdir_open(st.tier, &root, &st.ddir, &st.jdir, &st.ldir, why, sizeof why) != 0) {
         sluice_diag("stage mode: %s; files are written straight to the shared file system", why);
         return 0;   /* the tier stays in the stack and passes everything through */
     }
     SLUICE_REAL(close)(root);
     st.ddir = sluice_privfd_keep(st.ddir);
     st.jdir = sluice_privfd_keep(st.jdir);
+    st.ldir = sluice_privfd_keep(st.ldir);
     if (gethostname(st.host, sizeof st.host - 1) != 0)
         strcpy(st.host, "host");
     for (char *p = st.host; *p; p++)
@@ -252,7 +261,7 @@ static struct staged *next_precopy_locked(void)
     for (int b = 0; b < STAGE_BUCKETS; b++)
         for (struct staged *s = st.buckets[b]; s; s = s->next)
             if (s->e.state == JOURNAL_OPEN && !s->draining && !s->precopying &&
-                SLUICE_REAL(fstat)(s->lockfd, &sb) == 0 && sb.st_size - s->pre_done >= sluice_cfg.stage_precopy)
+                staged_data_stat(s, &sb) == 0 && sb.st_size - s->pre_done >= sluice_cfg.stage_precopy)
                 return s;
     return NULL;
 }
@@ -441,12 +450,15 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
         free(s);
         return err;
     }
-    s->lockfd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ddir, s->e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
+    s->lockfd = sluice_privfd_keep(
+        SLUICE_REAL(openat)(st.ldir, s->e.id, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (s->lockfd < 0 || SLUICE_REAL(flock)(s->lockfd, LOCK_EX | LOCK_NB) != 0 ||
         (err = journal_write(st.jdir, &s->e)) != 0) {
         err = -EIO;
-        if (s->lockfd >= 0)
+        if (s->lockfd >= 0) {
+            (void)SLUICE_REAL(unlinkat)(st.ldir, s->e.id, 0);
             sluice_privfd_close(s->lockfd);
+        }
         SLUICE_REAL(close)(fd);
         SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
         free(s);
@@ -774,7 +786,7 @@ static int64_t pending_bytes_locked(int *files)
         for (struct staged *s = st.buckets[b]; s; s = s->next)
             if (!s->failed) {
                 (*files)++;
-                if (SLUICE_REAL(fstat)(s->lockfd, &sb) == 0)
+                if (staged_data_stat(s, &sb) == 0)
                     bytes += sb.st_size;
             }
     return bytes;
@@ -866,7 +878,7 @@ int stage_path_stat(const char *abs, struct stat *sb)
 
     pthread_mutex_lock(&st.lock);
     struct staged *s = lookup_locked(abs);
-    if (s && SLUICE_REAL(fstat)(s->lockfd, sb) == 0) {
+    if (s && staged_data_stat(s, sb) == 0) {
         sb->st_mode = (sb->st_mode & ~07777) | s->e.mode;
         handled = 1;
     }
@@ -982,6 +994,8 @@ static int stage_path_set_mode(const char *abs, mode_t mode)
 typedef const struct sluice_stack cstack;
 typedef const struct sluice_path cpath;
 
+static int stage_publish_now(const char *abs);
+
 /* The path's absolute name when this process may have staged it. */
 static const char *staged_name(cpath *p)
 {
@@ -1043,6 +1057,8 @@ static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, 
     int rc;
     if (abs && to->abs && flags == 0 && stage_path_rename(abs, to->abs, &rc))
         return rc;
+    if (flags && ((rc = stage_publish_now(abs)) != 0 || (rc = stage_publish_now(staged_name(to))) != 0))
+        return rc;
     return sluice_tier_path_rename(s, level + 1, from, to, flags);
 }
 
@@ -1061,6 +1077,57 @@ static int stage_tier_path_chmod(cstack *s, int level, cpath *p, mode_t mode, in
     if (abs && stage_path_set_mode(abs, mode))
         return 0;
     return sluice_tier_path_chmod(s, level + 1, p, mode, flags);
+}
+
+/* Calls stage mode does not keep for a staged file (link, chown, times,
+ * xattrs, renameat2's flags): a closed staged file is published now, then
+ * the call reaches the shared file system as it would have. 0 (published,
+ * or not staged here) or -errno (publishing failed: the call gets it). */
+static int stage_publish_now(const char *abs)
+{
+    char why[512];
+    struct staged *s;
+    int rc = 0;
+
+    if (!abs)
+        return 0;
+    pthread_mutex_lock(&st.lock);
+    while ((s = lookup_locked(abs)) != NULL && (s->draining || s->precopying))
+        pthread_cond_wait(&st.done, &st.lock);
+    if (s && s->opens == 0) {
+        precopy_drop_locked(s);
+        rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
+        if (rc == 0) {
+            publish_finish(st.ddir, st.jdir, &s->e);
+            forget_locked(s);
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+    return rc;
+}
+
+static int stage_tier_path_link(cstack *s, int level, cpath *from, cpath *to, int flags)
+{
+    int rc = stage_publish_now(staged_name(from));
+    return rc ? rc : sluice_tier_path_link(s, level + 1, from, to, flags);
+}
+
+static int stage_tier_path_chown(cstack *s, int level, cpath *p, uid_t uid, gid_t gid, int flags)
+{
+    int rc = stage_publish_now(staged_name(p));
+    return rc ? rc : sluice_tier_path_chown(s, level + 1, p, uid, gid, flags);
+}
+
+static int stage_tier_path_utimens(cstack *s, int level, cpath *p, const struct timespec times[2], int flags)
+{
+    int rc = stage_publish_now(staged_name(p));
+    return rc ? rc : sluice_tier_path_utimens(s, level + 1, p, times, flags);
+}
+
+static ssize_t stage_tier_path_xattr(cstack *s, int level, cpath *p, const struct sluice_xattr *x)
+{
+    int rc = stage_publish_now(staged_name(p));
+    return rc ? rc : sluice_tier_path_xattr(s, level + 1, p, x);
 }
 
 /* fchmod of a staged file: the mode it will be published with. */
@@ -1104,6 +1171,10 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .path_rename = stage_tier_path_rename,
     .path_truncate = stage_tier_path_truncate,
     .path_chmod = stage_tier_path_chmod,
+    .path_link = stage_tier_path_link,
+    .path_chown = stage_tier_path_chown,
+    .path_utimens = stage_tier_path_utimens,
+    .path_xattr = stage_tier_path_xattr,
     .quiesce = stage_quiesce,
     .after_fork_child = stage_after_fork_child,
 };

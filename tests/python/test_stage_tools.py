@@ -284,10 +284,10 @@ def test_corrupt_entry_is_reported_and_its_data_kept(tier, shared, damage):
     assert [p["id"] for p in doc["problems"]] == [e.id]
 
 
-@pytest.mark.parametrize("locked", ["journal", "data"])
+@pytest.mark.parametrize("locked", ["journal", "owner"])
 def test_entry_locked_by_a_live_holder_is_skipped(tier, shared, locked):
     e = stage(tier, shared / "busy", b"in use")
-    fd = os.open(tier.journal(e.id) if locked == "journal" else tier.data(e.id), os.O_RDONLY)
+    fd = os.open(tier.journal(e.id) if locked == "journal" else tier.lock(e.id), os.O_RDONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         cp = run_sluice("drain", *tier_args(tier))
@@ -298,6 +298,19 @@ def test_entry_locked_by_a_live_holder_is_skipped(tier, shared, locked):
         os.close(fd)
     run_sluice("drain", *tier_args(tier))
     assert_published(shared / "busy", b"in use")
+
+
+def test_a_lock_the_program_holds_on_its_data_is_not_ours(tier, shared):
+    # The program's own flock on its file (HDF5 locks every file) is no
+    # claim of ownership: the entry is published.
+    e = stage(tier, shared / "h5", b"locked by the program")
+    fd = os.open(tier.data(e.id), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        run_sluice("drain", *tier_args(tier))
+        assert_published(shared / "h5", b"locked by the program")
+    finally:
+        os.close(fd)
 
 
 def test_entries_of_running_processes_need_force(tier, shared):

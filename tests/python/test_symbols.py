@@ -117,6 +117,31 @@ case("umask", ["umask:077", "creat:{f}", "write:10", "close", "umask:022"], W10)
 case("opendir", ["mkdir:{f}", "opendir:{f}", "closedir"], P(MKDIRS=1))
 case("fdopendir", ["mkdir:{f}", "open:{f}:r", "fdopendir", "closedir"], P(MKDIRS=1, OPENS=1))
 
+# Metadata by path and by descriptor; bytes the kernel moves.
+case("remove", ["creat:{f}", "close", "remove:{f}"], P(OPENS=1, UNLINKS=1))
+case("remove_dir", ["mkdir:{f}", "remove:{f}"], P(MKDIRS=1, RMDIRS=1))
+for sym in ("link", "linkat", "symlink", "symlinkat"):
+    case(sym, ["creat:{f}", "close", f"{sym}:{{f}}"], P(OPENS=1), {".2": P(LINKS=1)})
+for sym, counter in (("chmod", "CHMODS"), ("fchmodat", "CHMODS"), ("chown", "CHOWNS"), ("lchown", "CHOWNS"),
+                     ("fchownat", "CHOWNS"), ("utime", "UTIMES"), ("utimes", "UTIMES"), ("lutimes", "UTIMES"),
+                     ("utimensat", "UTIMES"), ("realpath", "STATS")):
+    case(sym, ["creat:{f}", "close", f"{sym}:{{f}}"], P(OPENS=1, **{counter: 1}))
+for setter, getter, lister, remover in (("setxattr", "getxattr", "listxattr", "removexattr"),
+                                        ("lsetxattr", "lgetxattr", "llistxattr", "lremovexattr")):
+    case(setter, ["creat:{f}", "close", f"{setter}:{{f}}", f"{getter}:{{f}}", f"{lister}:{{f}}",
+                  f"{remover}:{{f}}"], P(OPENS=1, XATTR_WRITES=2, XATTR_READS=2))
+case("fsetxattr", ["creat:{f}", "fsetxattr", "fgetxattr", "flistxattr", "fremovexattr", "close"],
+     P(OPENS=1, XATTR_WRITES=2, XATTR_READS=2))
+for sym, counter in (("fchmod", "CHMODS"), ("fchown", "CHOWNS"), ("futimens", "UTIMES"), ("futimes", "UTIMES"),
+                     ("fallocate", "FALLOCATES"), ("fallocate64", "FALLOCATES"),
+                     ("posix_fallocate", "FALLOCATES"), ("posix_fallocate64", "FALLOCATES")):
+    case(sym, ["creat:{f}", sym, "close"], P(OPENS=1, **{counter: 1}))
+for sym in ("copy_file_range", "sendfile", "sendfile64", "splice"):
+    case(sym, W300 + [f"{sym}:{{f}}:300", "close"],
+         {**W300_C, **P(OPENS=2, READS=1, BYTES_READ=300, MAX_BYTE_READ=299, SIZE_READ_100_1K=1, KERNEL_COPIES=1)},
+         {".2": P(OPENS=1, WRITES=1, BYTES_WRITTEN=300, MAX_BYTE_WRITTEN=299, SIZE_WRITE_100_1K=1,
+                  KERNEL_COPIES=1)})
+
 # stdio
 for sym in ("fopen", "fopen64"):
     case(sym, [f"{sym}:{{f}}:w", "fclose"], S(OPENS=1))

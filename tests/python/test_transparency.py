@@ -18,22 +18,22 @@ from conftest import bin_path, sluice
 MODES = ["profile", "buffer", "stage", "acb"]
 
 
-def mode_args(mode: str, tmp: Path, work: Path) -> list[str]:
+def mode_args(mode: str, tmp: Path, work: Path, stage_delay_ms: int = 50) -> list[str]:
     args = ["run", "-q", "--mode", mode, "--log-dir", str(tmp / f"logs-{mode}"), "--path", str(work)]
     if mode == "stage":
-        args += ["--tier", str(tmp / f"tier-{mode}"), "--stage-delay", "50"]
+        args += ["--tier", str(tmp / f"tier-{mode}"), "--stage-delay", str(stage_delay_ms)]
     return args
 
 
 def run_under(mode: str | None, tmp: Path, work: Path, argv: list[str], timeout: float = 60,
-              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+              env: dict[str, str] | None = None, stage_delay_ms: int = 50) -> subprocess.CompletedProcess:
     """argv (with {w} replaced by work) plain (mode None) or under sluice."""
     argv = [a.replace("{w}", str(work)) for a in argv]
     if mode is None:
         e = dict(os.environ)
         e.update(env or {})
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e)
-    return sluice(*mode_args(mode, tmp, work), "--", *argv, check=False, timeout=timeout, env=env)
+    return sluice(*mode_args(mode, tmp, work, stage_delay_ms), "--", *argv, check=False, timeout=timeout, env=env)
 
 
 def tree(root: Path) -> dict[str, bytes | str]:
@@ -172,3 +172,53 @@ def test_quiet_means_no_message_at_all(tmp_path):
     assert "SLUICE_READAHEAD" in loud.stderr
     quiet = sluice("run", "-q", *argv, env={"SLUICE_READAHEAD": "lots"})
     assert quiet.stderr == "" and quiet.stdout == ""
+
+
+def symbol_ops(base: Path) -> list[str]:
+    from test_symbols import CASES
+    ops: list[str] = []
+    for name, (case_ops, _) in CASES.items():
+        ops.extend(op.replace("{f}", str(base / f"case_{name}")) for op in case_ops)
+    return ops
+
+
+def tree_meta(root: Path) -> dict[str, tuple]:
+    """Every name under root: kind, size, mode bits, bytes, extended
+    attributes, and mtime where the program set it (seconds == 1e9)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        st = p.lstat()
+        kind = "link" if p.is_symlink() else "dir" if p.is_dir() else "file"
+        data = (p.read_bytes() if kind == "file" else os.readlink(p).replace(str(root), "{w}") if kind == "link"
+                else None)
+        xattrs = sorted(os.listxattr(p, follow_symlinks=False)) if kind != "link" else []
+        set_time = st.st_mtime_ns if st.st_mtime_ns // 10**9 == 10**9 else None
+        size = st.st_size if kind != "link" else None   # (a link's size is its target's length)
+        out[str(p.relative_to(root))] = (kind, size, st.st_mode & 0o7777, data, xattrs, set_time)
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_wrapped_symbol_behaves_as_plain(tmp_path, mode):
+    """The matrix: every case of test_symbols (each wrapped symbol called by
+    name) run plain and under the mode: the same return values and errno,
+    call by call, and the same files, modes, sizes, bytes, xattrs and set
+    times."""
+    runs = {}
+    for label in ("plain", mode):
+        work = tmp_path / f"w-{label}"
+        work.mkdir()
+        # (stage mode: files publish at the end, so that no drainer opens a
+        # file while the program does and takes the number it would get)
+        cp = run_under(None if label == "plain" else mode, tmp_path, work, [bin_path("sluice-io"),
+                                                                         *symbol_ops(work)],
+                       stage_delay_ms=600000)
+        assert cp.returncode == 0, cp.stderr
+        lines = [line.replace(str(work), "{w}") for line in cp.stdout.splitlines()]
+        runs[label] = (lines, tree_meta(work))
+    (plain_lines, plain_tree), (lines, got_tree) = runs["plain"], runs[mode]
+    diffs = [f"call {i}: plain {a}, {mode} {b}" for i, (a, b) in enumerate(zip(plain_lines, lines)) if a != b]
+    assert len(lines) == len(plain_lines) and diffs == []
+    tree_diffs = [(n, plain_tree.get(n), got_tree.get(n)) for n in sorted(set(plain_tree) | set(got_tree))
+                  if plain_tree.get(n) != got_tree.get(n)]
+    assert tree_diffs == []

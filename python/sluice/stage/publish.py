@@ -1,13 +1,13 @@
 """Publishing staged files: the steps of docs/stage.md, as `sluice drain` and `recover` run them.
 
-1. flock(data/ID) (the library holds it while the file is its own) and
+1. flock(locks/ID) (the library holds it while the file is its own) and
    flock(journal/ID), LOCK_EX|LOCK_NB; either held elsewhere: skip.
 2. Re-read the entry under the lock; gone: stop; published: finish removing it.
 3. Copy data/ID to DIR/.NAME.sluice-ID (O_CREAT|O_EXCL, 0600, stale one
    removed first) in 4 MiB writes, fsync, fchmod(mode), the data file's
    access and modification times, close.
 4. rename to the final path.
-5. Rewrite the entry state=published, unlink data/ID, unlink journal/ID.
+5. Rewrite the entry state=published, unlink data/ID, journal/ID, locks/ID.
 
 On failure the temporary file is removed, the entry stays (becomes)
 ``closed`` with ``error=ENAME: strerror`` and the data stays on the tier.
@@ -114,33 +114,33 @@ class _Locks:
     """The entry's flocks: released when their descriptors are closed."""
 
     journal_fd: int        # journal/ID, read under the lock
-    data_fd: int | None    # data/ID; None when the data file is missing
+    owner_fd: int | None   # locks/ID; None when there is none (the owner is gone)
 
     def release(self) -> None:
         os.close(self.journal_fd)
-        if self.data_fd is not None:
-            os.close(self.data_fd)
+        if self.owner_fd is not None:
+            os.close(self.owner_fd)
 
 
 def _lock(tier: Tier, entry_id: str) -> _Locks | None:
     """The entry's locks, or None if the entry is gone.
 
-    data/ID (which the library holds while it owns the staged file) and
+    locks/ID (which the library holds while it owns the staged file) and
     journal/ID (docs/stage.md, step 1) are both locked, in that order. A
-    missing data file (a crash between the unlinks of step 5) is not.
+    missing lock file (its owner finished or died before making it) is not.
     """
-    data_fd = _lock_file(tier.data(entry_id))
+    owner_fd = _lock_file(tier.lock(entry_id))
     try:
         journal_fd = _lock_file(tier.journal(entry_id))
     except BaseException:
-        if data_fd is not None:
-            os.close(data_fd)
+        if owner_fd is not None:
+            os.close(owner_fd)
         raise
     if journal_fd is None:
-        if data_fd is not None:
-            os.close(data_fd)
+        if owner_fd is not None:
+            os.close(owner_fd)
         return None
-    return _Locks(journal_fd, data_fd)
+    return _Locks(journal_fd, owner_fd)
 
 
 def _lock_file(path: os.PathLike[str]) -> int | None:
@@ -235,6 +235,7 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
         # Published already; without a `published` entry, never leave an entry without its data.
         _unlink_quietly(tier.journal(entry.id))
         _unlink_quietly(tier.data(entry.id))
+        _unlink_quietly(tier.lock(entry.id))
         return
     try:
         _remove_published(tier, entry.id)
@@ -246,6 +247,7 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
 def _remove_published(tier: Tier, entry_id: str) -> None:
     _unlink_quietly(tier.data(entry_id))
     _unlink_quietly(tier.journal(entry_id))
+    _unlink_quietly(tier.lock(entry_id))
 
 
 def _record_failure(tier: Tier, entry: Entry, error: str) -> None:

@@ -47,6 +47,15 @@ class Tier:
     def journal_dir(self) -> Path:
         return self.root / "journal"
 
+    @property
+    def locks_dir(self) -> Path:
+        return self.root / "locks"
+
+    def lock(self, entry_id: str) -> Path:
+        """locks/ID: flocked by the process that owns entry ID (never the
+        data file, which the program may lock itself)."""
+        return self.locks_dir / entry_id
+
     def data(self, entry_id: str) -> Path:
         return self.data_dir / entry_id
 
@@ -58,7 +67,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
     """The checked tier at `path` (default: :func:`default_tier`).
 
     Returns None if it does not exist and `create` is false; with `create`,
-    makes it (mode 0700) and its data/ and journal/ directories. Raises
+    makes it (mode 0700) and its data/, journal/ and locks/ directories. Raises
     :class:`UnsafeTier` if it is not a private directory of this user.
     """
     root = Path(os.path.abspath(path if path is not None else default_tier()))
@@ -73,7 +82,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
     try:
         check_private(root, os.fstat(fd))
         if create:
-            for sub in ("data", "journal"):
+            for sub in ("data", "journal", "locks"):
                 _mkdir_private(sub, dir_fd=fd)
     finally:
         os.close(fd)
