@@ -811,17 +811,22 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
     flush_sync(ino);
     ino->ra_len = 0;
     if (reason & (BUFFER_FALLBACK_MMAP | BUFFER_FALLBACK_DIRECT | BUFFER_FALLBACK_LOCK | SLUICE_FALLBACK_KERNEL)) {
-        /* The whole file: every description of it goes straight through. */
+        /* The whole file: every description of it goes straight through.
+         * Positions move to the kernel once: after that the kernel keeps
+         * them (a second request must not put back a stale one). */
         if ((ino->fallback & reason) != reason)
             count_fallback(f, reason & ~ino->fallback);
+        if (!ino->fallback)
+            for (struct buffer_desc *o = ino->descs; o; o = o->next)
+                if (!o->fallback)
+                    desc_sync_position(o);
         ino->fallback |= reason;
-        for (struct buffer_desc *o = ino->descs; o; o = o->next)
-            desc_sync_position(o);
     } else {
         if ((d->fallback & reason) != reason)
             count_fallback(f, reason & ~d->fallback);
+        if (!d->fallback && !ino->fallback)
+            desc_sync_position(d);
         d->fallback |= reason;
-        desc_sync_position(d);
     }
     pthread_mutex_unlock(&ino->lock);
     return 0;

@@ -8,6 +8,7 @@ its exit status, its output, and the files it leaves (names and bytes).
 from __future__ import annotations
 
 import os
+import sys
 import subprocess
 from pathlib import Path
 
@@ -222,3 +223,38 @@ def test_every_wrapped_symbol_behaves_as_plain(tmp_path, mode):
     tree_diffs = [(n, plain_tree.get(n), got_tree.get(n)) for n in sorted(set(plain_tree) | set(got_tree))
                   if plain_tree.get(n) != got_tree.get(n)]
     assert tree_diffs == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_kernel_moves_or_changes_bytes_after_small_writes(tmp_path, mode):
+    # fallocate (punch hole, preallocate), copy_file_range, sendfile,
+    # splice, fchmod and utime right after writes a mode may hold.
+    prog = str(Path(__file__).resolve().parents[1] / "progs" / "kernelbytes.py")
+    cp = same_as_plain(tmp_path, mode, [sys.executable, prog, "{w}"])
+    assert "punched 32768 b'AAAAAAAA' b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00'" in cp.stdout
+    assert "copy_file_range 32768 position 32768" in cp.stdout
+
+
+def copy_tree_setup(work: Path) -> None:
+    src = work / "src"
+    (src / "sub").mkdir(parents=True)
+    for i, name in enumerate(["a", "b", "sub/c", "sub/d"]):
+        p = src / name
+        p.write_bytes(bytes([i]) * (1000 * (i + 1)))
+        p.chmod(0o640 + i)
+        os.utime(p, ns=(1_600_000_000_000_000_000 + i, 1_600_000_000_000_000_000 + i))
+
+
+STAGE_LISTINGS = pytest.mark.xfail(strict=True, reason="stage mode: listings omit staged files (issue 11)")
+
+
+@pytest.mark.parametrize("mode", [m if m != "stage" else pytest.param(m, marks=STAGE_LISTINGS) for m in MODES])
+def test_shell_workflow_keeps_bytes_modes_and_times(tmp_path, mode):
+    # cp -p (copy_file_range, fchmod, utimensat), tar c/x, mv, rm -r, find:
+    # the resulting tree, with modes and modification times, is plain's.
+    script = ("set -e; cd {w}; cp -rp src copy; tar cf t.tar src; mkdir x; tar xf t.tar -C x; "
+              "mv copy/sub moved; rm -r x/src/sub; find . | sort; "
+              "stat -c '%n %s %a %Y' copy/a copy/b moved/c moved/d x/src/a > stats")
+    same_as_plain(tmp_path, mode, ["sh", "-c", script], setup=copy_tree_setup)
+    work = tmp_path / f"w-{mode}"
+    assert (work / "stats").read_text().split("\n")[0] == "copy/a 1000 640 1600000000"
