@@ -69,6 +69,8 @@ enum sluice_tier_caps {
     SLUICE_TIER_OWNS_POSITION = 1u << 3,  /* keeps the file position itself (in f->pos): it receives
                                              SLUICE_OFF_CURRENT and moves f->pos; the kernel's position
                                              is made right again at quiesce */
+    SLUICE_TIER_OPENS_STREAMS = 1u << 4,  /* a stream's file is opened through the stack too (fopen is
+                                             open + fdopen): the tier decides where the bytes live */
 };
 
 /* Why a tier stops changing a file's I/O (SLUICE_CTL_FALLBACK's argument;

@@ -54,7 +54,7 @@ def _with_preload(existing: str, lib: str, first: str = "") -> str:
     # only (a sanitizer runtime when testing a sanitized libsluice).
     parts = [p for p in first.replace(":", " ").split() if p] + parts
     # A sanitizer runtime must stay first in the list; otherwise we go first.
-    if any("asan" in Path(p).name or "ubsan" in Path(p).name for p in parts):
+    if any(san in Path(p).name for san in ("asan", "ubsan", "tsan") for p in parts):
         return " ".join(parts + [lib])
     return " ".join([lib] + parts)
 

@@ -151,6 +151,23 @@ int sluice_stack_has_path_tiers(void)
     return path_tiers;
 }
 
+int sluice_stack_caps(enum sluice_mode mode)
+{
+    unsigned caps = 0;
+    const struct sluice_stack *s = sluice_stack_of(mode);
+    for (int i = 0; i < s->depth; i++)
+        caps |= s->tier[i]->caps;
+    return (int)caps;
+}
+
+int sluice_stack_any_caps(unsigned caps)
+{
+    for (int m = 0; m < SLUICE_MODE_COUNT; m++)
+        if ((unsigned)sluice_stack_caps((enum sluice_mode)m) & caps)
+            return 1;
+    return 0;
+}
+
 int sluice_stack_is_bottom_only(enum sluice_mode mode)
 {
     return (unsigned)mode < SLUICE_MODE_COUNT && templates[mode].depth == 1;

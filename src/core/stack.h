@@ -30,6 +30,11 @@ int sluice_stack_init(const char *tiers, int allow_test_tiers);
  * with the stack of `mode`. 0 or -ENOMEM. */
 int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode);
 
+/* The caps of every tier of `mode`'s stack together (sluice_tier_caps);
+ * whether some mode's stack has any of `caps`. */
+int sluice_stack_caps(enum sluice_mode mode);
+int sluice_stack_any_caps(unsigned caps);
+
 /* 1 when files of `mode` have the bottom tier alone (nothing to set up
  * before the kernel's open). */
 int sluice_stack_is_bottom_only(enum sluice_mode mode);

@@ -26,6 +26,7 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 #include "core/counters.h"
 #include "core/file.h"
 #include "core/policy.h"
+#include "core/stack.h"
 #include "core/stream.h"
 #include "buffer/buffer.h"
 #include "interpose/interpose.h"
@@ -100,6 +101,8 @@ static void stream_fd_fresh(FILE *fp)
         sluice_fd_forget(fd);
 }
 
+static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out);
+
 static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
 {
     struct sluice_record *rec;
@@ -111,6 +114,12 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
     if (!sluice_active())
         return real(path, mode);
     sluice__guard++;
+    if (stream_open_through_stack(path, mode, real == SLUICE_REAL(fopen64), &fp)) {
+        saved = fp ? saved : errno;
+        sluice__guard--;
+        errno = saved;
+        return fp;
+    }
     t0 = sluice_now();
     fp = real(path, mode);
     if (!fp)
@@ -144,17 +153,14 @@ SLUICE_EXPORT FILE *fopen64(const char *path, const char *mode)
 }
 
 /* fdopen of a recorded descriptor: the stream takes its path. */
-SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
+/* fdopen of recorded f (a reference held; the guard taken). */
+static FILE *stream_of_file(struct sluice_file *f, int fd, const char *mode)
 {
-    struct sluice_file *f;
     struct sluice_record *rec = NULL;
     int saved = errno;
     uint64_t t0;
     FILE *fp;
 
-    if (!sluice_active() || !(f = sluice_fd_get(fd)))
-        return SLUICE_REAL(fdopen)(fd, mode);
-    sluice__guard++;
     /* The stream moves the descriptor's position behind our back. */
     if (f->depth > 1) {
         unsigned reason = SLUICE_FALLBACK_SHARED;
@@ -170,10 +176,77 @@ SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
         sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
         sluice_stream_add(fp, rec, pos, NULL, 0);
     }
-    sluice_file_put(f);
-    sluice__guard--;
     errno = saved;
     return fp;
+}
+
+SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+    struct sluice_file *f;
+    FILE *fp;
+
+    if (!sluice_active() || !(f = sluice_fd_get(fd)))
+        return SLUICE_REAL(fdopen)(fd, mode);
+    sluice__guard++;
+    fp = stream_of_file(f, fd, mode);
+    sluice_file_put(f);
+    sluice__guard--;
+    return fp;
+}
+
+/* open() flags of an fopen mode; -1 for what only the C library can do
+ * (",ccs=" wide streams, unknown letters). */
+static int stream_open_flags(const char *mode)
+{
+    int flags;
+
+    switch (mode[0]) {
+    case 'r': flags = 0; break;
+    case 'w': flags = O_CREAT | O_TRUNC; break;
+    case 'a': flags = O_CREAT | O_APPEND; break;
+    default: return -1;
+    }
+    int plus = 0;
+    for (const char *m = mode + 1; *m; m++) {
+        if (*m == '+') plus = 1;
+        else if (*m == 'x') flags |= O_EXCL;
+        else if (*m == 'e') flags |= O_CLOEXEC;
+        else if (*m == 'b' || *m == 't' || *m == 'm' || *m == 'c') continue;
+        else return -1;
+    }
+    return flags | (plus ? O_RDWR : mode[0] == 'r' ? O_RDONLY : O_WRONLY);
+}
+
+/* A mode whose tier must see stream opens (stage: the bytes live on the
+ * tier): fopen is open() down the stack, then fdopen, as in the C library.
+ * Returns 1 when it did (*out: the stream or NULL with errno), 0 when the
+ * C library's fopen should. */
+static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out)
+{
+    char abs[PATH_MAX];
+    struct sluice_file *f;
+    int flags, fd;
+
+    if (!sluice_stack_any_caps(SLUICE_TIER_OPENS_STREAMS) || !sluice_user_str_ok(path) || !sluice_user_str_ok(mode) ||
+        (flags = stream_open_flags(mode)) < 0 || sluice_policy_skip_fast(path) ||
+        sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs) ||
+        !(sluice_stack_caps(sluice_policy_mode(abs)) & SLUICE_TIER_OPENS_STREAMS))
+        return 0;
+    fd = sluice_file_open(AT_FDCWD, path, flags | (large ? O_LARGEFILE : 0), 0666);
+    if (fd < 0) {
+        errno = -fd;
+        *out = NULL;
+        return 1;
+    }
+    *out = (f = sluice_fd_get(fd)) ? stream_of_file(f, fd, mode) : SLUICE_REAL(fdopen)(fd, mode);
+    if (f)
+        sluice_file_put(f);
+    if (!*out) {
+        int saved = errno;
+        (void)sluice_fd_close(fd);
+        errno = saved;
+    }
+    return 1;
 }
 
 static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,

@@ -106,6 +106,20 @@ static void dir_remember_locked(const char *dir, int made_here)
     }
 }
 
+/* A file of ours now exists on the shared file system in its directory:
+ * that directory no longer holds only what is staged, so a new file there
+ * is checked again (a re-created name must replace, unlink and rename the
+ * published one). */
+static void dir_note_published_locked(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+
+    for (int i = 0; i < KNOWN_DIRS; i++)
+        if (known_dirs[i].made_here && strlen(known_dirs[i].path) == n && strncmp(known_dirs[i].path, path, n) == 0)
+            known_dirs[i].made_here = 0;
+}
+
 void stage_dir_created(const char *abs)
 {
     if (!st.usable)
@@ -373,6 +387,7 @@ static void *drainer_main(void *arg)
         }
         if (rc == 0) {
             publish_finish(st.ddir, st.jdir, &s->e);
+            dir_note_published_locked(s->e.path);
             forget_locked(s);
         } else {
             if (!s->failed)
@@ -582,6 +597,7 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
     precopy_drop_locked(s);
     rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
     if (rc == 0) {
+        dir_note_published_locked(s->e.path);
         nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
         if (nfd < 0 || SLUICE_REAL(dup2)(nfd, f->fd) < 0) {
             rc = -errno;
@@ -1099,6 +1115,7 @@ static int stage_publish_now(const char *abs)
         rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
         if (rc == 0) {
             publish_finish(st.ddir, st.jdir, &s->e);
+            dir_note_published_locked(s->e.path);
             forget_locked(s);
         }
     }
@@ -1148,7 +1165,7 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .size = sizeof(struct sluice_tier_ops),
     .abi = SLUICE_TIER_ABI,
     .name = "stage",
-    .caps = SLUICE_TIER_BUFFERS_WRITES,
+    .caps = SLUICE_TIER_BUFFERS_WRITES | SLUICE_TIER_OPENS_STREAMS,
     .file_state = sizeof(struct stage_desc),
     .init = stage_init,
     .open = stage_open,

@@ -258,3 +258,46 @@ def test_shell_workflow_keeps_bytes_modes_and_times(tmp_path, mode):
     same_as_plain(tmp_path, mode, ["sh", "-c", script], setup=copy_tree_setup)
     work = tmp_path / f"w-{mode}"
     assert (work / "stats").read_text().split("\n")[0] == "copy/a 1000 640 1600000000"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_streams_and_descriptors_share_one_view(tmp_path, mode):
+    # fopen of a file just written with open(), an fopen("w") rewrite of it,
+    # fopen("x") of an existing name: what the C library's fopen does
+    # (stage mode: a stream opens through the tier like any descriptor).
+    prog = ("import ctypes, os, sys, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "libc.fopen.restype = ctypes.c_void_p\n"
+            "libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]\n"
+            "libc.fclose.argtypes = [ctypes.c_void_p]\n"
+            "libc.fwrite.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]\n"
+            "libc.fread.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]\n"
+            "p = (sys.argv[1] + '/f').encode()\n"
+            "with open(p, 'wb') as f: f.write(b'first version')\n"
+            "fp = libc.fopen(p, b'r'); buf = ctypes.create_string_buffer(64)\n"
+            "print('read', libc.fread(buf, 1, 64, fp), buf.value); libc.fclose(fp)\n"
+            "fp = libc.fopen(p, b'w'); libc.fwrite(b'second', 1, 6, fp); libc.fclose(fp)\n"
+            "print('x', libc.fopen(p, b'wx'), ctypes.get_errno())\n"
+            "time.sleep(0.2)\n"
+            "print('final', open(p, 'rb').read())\n")
+    cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
+    assert "final b'second'" in cp.stdout and "x None 17" in cp.stdout
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_name_published_then_made_again_is_one_file(tmp_path, mode):
+    # In a directory the program made: write, let it publish, write again
+    # (staged again), then unlink one name and rename another: the
+    # published copies go too.
+    prog = ("import os, sys, time\n"
+            "d = sys.argv[1] + '/sub'; os.mkdir(d)\n"
+            "for n in ('a', 'b'):\n"
+            "    open(f'{d}/{n}', 'wb').write(b'old')\n"
+            "time.sleep(0.3)\n"
+            "for n in ('a', 'b'):\n"
+            "    open(f'{d}/{n}', 'wb').write(b'new')\n"
+            "os.unlink(d + '/a'); os.rename(d + '/b', d + '/c')\n"
+            "time.sleep(0.3)\n"
+            "print(sorted(os.listdir(d)), open(d + '/c', 'rb').read())\n")
+    cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
+    assert cp.stdout.strip() == "['c'] b'new'"
