@@ -1,34 +1,43 @@
 /* Write-behind unit; see unit.h. */
 #include "buffer/unit.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/xattr.h>
 
-/* lov_user_md v1/v3 (lustre_user.h): magic, pattern, 16-byte object id,
- * then the stripe size. */
-#define LOV_USER_MAGIC_V1 0x0BD10BD0u
-#define LOV_USER_MAGIC_V3 0x0BD30BD0u
-#define LOV_STRIPE_SIZE_OFFSET 24
+#include "core/counters.h"
+#include "sys/real.h"
 
-int64_t lustre_stripe_size(const void *lov, size_t len)
+/* Devices whose files have no Lustre layout attribute: asked once each,
+ * not at every open (each ask is a call the file system serves). */
+#define NO_LAYOUT_DEVS 16
+static dev_t no_layout_dev[NO_LAYOUT_DEVS];
+static unsigned no_layout_next;
+
+static int dev_has_no_layout(dev_t dev)
 {
-    uint32_t magic, size;
-
-    if (len < LOV_STRIPE_SIZE_OFFSET + sizeof size)
-        return 0;
-    memcpy(&magic, lov, sizeof magic);
-    if (magic != LOV_USER_MAGIC_V1 && magic != LOV_USER_MAGIC_V3)
-        return 0;
-    memcpy(&size, (const unsigned char *)lov + LOV_STRIPE_SIZE_OFFSET, sizeof size);
-    return size;
+    for (unsigned i = 0; i < NO_LAYOUT_DEVS; i++)
+        if (__atomic_load_n(&no_layout_dev[i], __ATOMIC_RELAXED) == dev && dev != 0)
+            return 1;
+    return 0;
 }
 
-size_t buffer_unit(int fd, const struct stat *st, int64_t configured)
+size_t buffer_unit(int fd, const struct stat *st, int64_t configured, struct sluice_record *rec)
 {
     unsigned char lov[256];
     int64_t align = 0;
-    ssize_t n = fgetxattr(fd, "lustre.lov", lov, sizeof lov);
+    ssize_t n = -1;
 
+    if (!dev_has_no_layout(st->st_dev)) {
+        uint64_t t0 = sluice_now();
+        n = SLUICE_REAL(fgetxattr)(fd, "lustre.lov", lov, sizeof lov);
+        if (rec)   /* asked of the file system, whatever the answer */
+            sluice_count_meta(rec, SLUICE_SIDES_FS, POSIX_XATTR_READS, t0, sluice_now());
+        if (n < 0 && (errno == ENODATA || errno == ENOTSUP)) {
+            unsigned i = __atomic_fetch_add(&no_layout_next, 1, __ATOMIC_RELAXED) % NO_LAYOUT_DEVS;
+            __atomic_store_n(&no_layout_dev[i], st->st_dev, __ATOMIC_RELAXED);
+        }
+    }
     if (n > 0)
         align = lustre_stripe_size(lov, (size_t)n);
     if (align <= 0)

@@ -17,6 +17,9 @@
 int64_t lustre_stripe_size(const void *lov, size_t len);
 
 /* The unit for the open file fd (st: its fstat). */
-size_t buffer_unit(int fd, const struct stat *st, int64_t configured);
+struct sluice_record;
+/* The unit for file fd (st: its fstat). The layout attribute is asked of the
+ * file system once per device that has none, counted on rec's fs side. */
+size_t buffer_unit(int fd, const struct stat *st, int64_t configured, struct sluice_record *rec);
 
 #endif

@@ -106,12 +106,18 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
 }
 
 /* The write size of buffer mode: the configured unit, rounded to the
- * destination's stripe or block size. */
-static size_t publish_unit(int dst, size_t unit)
+ * destination's stripe or block size. A file of at most one unit is one
+ * write whatever the alignment: no question to the file system. */
+static size_t publish_unit(int dst, size_t unit, struct sluice_record *rec, int64_t size)
 {
     struct stat st;
-    if (SLUICE_REAL(fstat)(dst, &st) == 0)
-        unit = buffer_unit(dst, &st, (int64_t)unit);
+    uint64_t t0 = sluice_now();
+    if (unit && size >= 0 && (uint64_t)size <= unit)
+        return unit;
+    if (SLUICE_REAL(fstat)(dst, &st) == 0) {
+        count(rec, POSIX_STATS, t0);
+        unit = buffer_unit(dst, &st, (int64_t)unit, rec);
+    }
     return unit ? unit : 4 << 20;
 }
 
@@ -120,7 +126,7 @@ int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, 
     char *buf;
     int rc = 0;
 
-    unit = publish_unit(dst, unit);
+    unit = publish_unit(dst, unit, rec, to);
     if (!(buf = malloc(unit)))
         return -ENOMEM;
     for (int64_t off = from; off < to;) {
@@ -169,7 +175,7 @@ int publish_complete(int ddir, const struct journal_entry *e, int dst, const cha
         goto out;
     }
     if (from < st.st_size) {
-        rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit), rec)
+        rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit, rec, st.st_size), rec)
                        : publish_copy_range(src, dst, from, st.st_size, unit, rec);
         if (rc)
             fail("cannot write", tmp, -rc, why, whylen);
@@ -184,11 +190,17 @@ int publish_complete(int ddir, const struct journal_entry *e, int dst, const cha
         else
             count(rec, POSIX_FSYNCS, t0);
     }
-    if (!rc && fchmod(dst, e->mode & 07777) != 0)
+    t0 = sluice_now();
+    if (!rc && SLUICE_REAL(fchmod)(dst, e->mode & 07777) != 0)
         rc = fail("cannot set the mode of", tmp, errno, why, whylen);
+    else if (!rc)
+        count(rec, POSIX_CHMODS, t0);
     struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (!rc && futimens(dst, times) != 0)
+    t0 = sluice_now();
+    if (!rc && SLUICE_REAL(futimens)(dst, times) != 0)
         rc = fail("cannot set the times of", tmp, errno, why, whylen);
+    else if (!rc)
+        count(rec, POSIX_UTIMES, t0);
 out:
     t0 = sluice_now();
     if (sluice_privfd_close(dst) != 0 && !rc)

@@ -525,7 +525,7 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
     f->fd = fd;   /* the core sets it after we return; fstat below needs it now */
     if ((flags & O_PATH) || sluice_tier_fstat(f, level + 1, &st) != 0 || !S_ISREG(st.st_mode))
         return fd;   /* not a regular file: straight through */
-    if (!inode_attach(st.st_dev, st.st_ino, buffer_unit(fd, &st, sluice_cfg.buffer_size), d))
+    if (!inode_attach(st.st_dev, st.st_ino, buffer_unit(fd, &st, sluice_cfg.buffer_size, f->rec), d))
         return fd;
     struct buffer_inode *ino = d->ino;
     pthread_mutex_lock(&ino->lock);

@@ -303,3 +303,22 @@ def test_a_name_published_then_made_again_is_one_file(tmp_path, mode):
             "print(sorted(os.listdir(d)), open(d + '/c', 'rb').read())\n")
     cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
     assert cp.stdout.strip() == "['c'] b'new'"
+
+
+def test_fs_side_counts_what_sluice_itself_asks(tmp_path):
+    """The fs side is what the file system served, sluice's own calls
+    included: buffer mode asks for a Lustre layout once per device without
+    one (not once per file); stage mode's publish sets mode and times."""
+    from conftest import file_entry, report_json
+    work = tmp_path / "w"
+    work.mkdir()
+    ops = [op for i in range(10) for op in (f"creat:{work}/f{i}", "write:100", "close")]
+    logs = tmp_path / "logs-buffer"
+    sluice(*mode_args("buffer", tmp_path, work), "--", bin_path("sluice-io"), *ops)
+    r = report_json(logs)
+    assert r["app"]["POSIX_XATTR_READS"] == 0 and r["fs"]["POSIX_XATTR_READS"] == 1
+    assert r["fs"]["POSIX_STATS"] == 10 == r["fs"]["POSIX_OPENS"]   # the fstat that keys each file
+    logs = tmp_path / "logs-stage"
+    sluice(*mode_args("stage", tmp_path, work), "--", bin_path("sluice-io"), f"creat:{work}/s", "write:100", "close")
+    e = file_entry(report_json(logs), work / "s")
+    assert (e["app"]["POSIX_CHMODS"], e["fs"]["POSIX_CHMODS"], e["fs"]["POSIX_UTIMES"]) == (0, 1, 1)
