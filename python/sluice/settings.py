@@ -25,7 +25,21 @@ from pathlib import Path
 
 from sluice.errors import UserError
 
-MODES = ("profile", "buffer", "stage", "acb")
+from sluice.generated import MODES as _MODE_HELP
+from sluice.generated import SETTINGS, Setting
+
+MODES = tuple(_MODE_HELP)
+
+# Settings `sluice run` handles itself (lists, the job, messages); every
+# other setting with a flag or TOML key is handled alike, from the table.
+SPECIAL = {"SLUICE_MODE", "SLUICE_POLICY", "SLUICE_PATHS", "SLUICE_LOG_DIR", "SLUICE_JOB_ID", "SLUICE_QUIET"}
+# Settings that are paths: made absolute, since the program may chdir.
+PATH_SETTINGS = {"SLUICE_TIER"}
+
+
+def generic_settings() -> list[Setting]:
+    return [s for s in SETTINGS if s.env not in SPECIAL and (s.flag or s.toml)]
+
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
 
@@ -50,33 +64,36 @@ def parse_policy_item(item: str) -> tuple[str, str]:
     return str(Path(prefix).absolute()), mode
 
 
+def setting_value(s: Setting, value: object, where: str) -> str:
+    """A value from the command line or a TOML file, checked as the library
+    would read it, as the environment variable's text."""
+    if s.type == "BOOL":
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        text = str(value).strip().lower()
+        if text in ("1", "yes", "true"):
+            return "1"
+        if text in ("0", "no", "false"):
+            return "0"
+        raise UserError(f"{where}: '{value}' is not true or false")
+    if s.type == "INT":
+        return str(parse_size(value if isinstance(value, int) else str(value), where))
+    text = str(value)
+    if s.env in PATH_SETTINGS and text:
+        text = str(Path(text).absolute())
+    return text
+
+
 @dataclass
 class RunSettings:
     mode: str = "profile"
     paths: list[str] = field(default_factory=list)
-    buffer_size: int | None = None
-    readahead: int | None = None
-    buffer_memory: int | None = None
     policy: list[tuple[str, str]] = field(default_factory=list)
-    tier: str | None = None
-    detach: bool = False
-    stage_delay_ms: int | None = None
+    values: dict[str, str] = field(default_factory=dict)   # SLUICE_* -> text, from the table's settings
 
     def env(self) -> dict[str, str]:
         """The SLUICE_* variables these settings set (besides mode and paths)."""
-        out: dict[str, str] = {}
-        if self.buffer_size is not None:
-            out["SLUICE_BUFFER_SIZE"] = str(self.buffer_size)
-        if self.readahead is not None:
-            out["SLUICE_READAHEAD"] = str(self.readahead)
-        if self.buffer_memory is not None:
-            out["SLUICE_BUFFER_MEMORY"] = str(self.buffer_memory)
-        if self.tier:
-            out["SLUICE_TIER"] = str(Path(self.tier).absolute())
-        if self.detach:
-            out["SLUICE_STAGE_DETACH"] = "1"
-        if self.stage_delay_ms is not None:
-            out["SLUICE_STAGE_DELAY_MS"] = str(self.stage_delay_ms)
+        out = dict(self.values)
         if self.policy:
             out["SLUICE_POLICY"] = ",".join(f"{p}={m}" for p, m in self.policy)
         return out
@@ -93,7 +110,9 @@ def load_config(path: str | Path) -> RunSettings:
         raise UserError(f"{p}: not valid TOML: {e}") from None
     except UnicodeDecodeError:
         raise UserError(f"{p}: not a text file") from None
-    known = {"mode", "paths", "buffer", "policy", "stage"}
+    by_key = {s.toml: s for s in generic_settings() if s.toml}
+    sections = {k.split(".")[0] for k in by_key if "." in k}
+    known = {"mode", "paths", "policy"} | {k for k in by_key if "." not in k} | sections
     unknown = sorted(set(data) - known)
     if unknown:
         raise UserError(f"{p}: unknown setting '{unknown[0]}' (known: {', '.join(sorted(known))})")
@@ -106,25 +125,18 @@ def load_config(path: str | Path) -> RunSettings:
     if not isinstance(paths, list) or not all(isinstance(x, str) for x in paths):
         raise UserError(f"{p}: paths must be a list of strings")
     s.paths = paths
-    buf = data.get("buffer", {})
-    if not isinstance(buf, dict):
-        raise UserError(f"{p}: [buffer] must be a table")
-    for key in buf:
-        if key not in ("size", "readahead", "memory"):
-            raise UserError(f"{p}: unknown setting 'buffer.{key}' (known: size, readahead, memory)")
-    if "size" in buf:
-        s.buffer_size = parse_size(buf["size"], f"{p}: buffer.size")
-    if "readahead" in buf:
-        s.readahead = parse_size(buf["readahead"], f"{p}: buffer.readahead")
-    if "memory" in buf:
-        s.buffer_memory = parse_size(buf["memory"], f"{p}: buffer.memory")
-    stage = data.get("stage", {})
-    if not isinstance(stage, dict) or any(k not in ("tier", "detach", "delay_ms") for k in stage):
-        raise UserError(f"{p}: [stage] takes tier, detach and delay_ms")
-    s.tier = stage.get("tier")
-    s.detach = bool(stage.get("detach", False))
-    if "delay_ms" in stage:
-        s.stage_delay_ms = int(stage["delay_ms"])
+    for key, value in data.items():
+        if key in sections:
+            if not isinstance(value, dict):
+                raise UserError(f"{p}: [{key}] must be a table")
+            inner = sorted(k.split(".", 1)[1] for k in by_key if k.startswith(key + "."))
+            for sub, v in value.items():
+                if f"{key}.{sub}" not in by_key:
+                    raise UserError(f"{p}: unknown setting '{key}.{sub}' (known: {', '.join(inner)})")
+                st = by_key[f"{key}.{sub}"]
+                s.values[st.env] = setting_value(st, v, f"{p}: {key}.{sub}")
+        elif key in by_key:
+            s.values[by_key[key].env] = setting_value(by_key[key], value, f"{p}: {key}")
     pol = data.get("policy", {})
     if not isinstance(pol, dict):
         raise UserError(f"{p}: [policy] must be a table of \"PREFIX\" = \"MODE\"")

@@ -84,7 +84,7 @@ int sluice_config_load(void)
     int bad = 0;
     const char *v;
 
-#define SLUICE_CONFIG(field, env, type, def, help)                       \
+#define SLUICE_CONFIG(field, env, type, def, toml, flag, help)                       \
     (void)config_set_##type(&sluice_cfg.field SLUICE_CONFIG_ADDR_##type, \
                             env, def);                                   \
     if ((v = getenv(env)) != NULL &&                                     \

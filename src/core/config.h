@@ -12,7 +12,7 @@
 #define SLUICE_CONFIG_STR_MAX 4096
 
 struct sluice_config {
-#define SLUICE_CONFIG(field, env, type, def, help) SLUICE_CONFIG_FIELD_##type(field)
+#define SLUICE_CONFIG(field, env, type, def, toml, flag, help) SLUICE_CONFIG_FIELD_##type(field)
 #define SLUICE_CONFIG_FIELD_STR(f)  char f[SLUICE_CONFIG_STR_MAX];
 #define SLUICE_CONFIG_FIELD_INT(f)  int64_t f;
 #define SLUICE_CONFIG_FIELD_BOOL(f) int f;

@@ -193,6 +193,16 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
     return fd;
 }
 
+/* Every mode a path may get has the bottom tier alone (profile, acb). */
+static int modes_are_pass_through(void)
+{
+    unsigned used = sluice_policy_modes_used();
+    for (int m = 0; m < SLUICE_MODE_COUNT; m++)
+        if ((used & (1u << m)) && !sluice_stack_is_bottom_only((enum sluice_mode)m))
+            return 0;
+    return 1;
+}
+
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     char abs[PATH_MAX];
@@ -201,7 +211,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
     uint64_t t0, t1;
     int fd;
 
-    if (!sluice_policy_changes_io() && sluice_stack_is_bottom_only(SLUICE_MODE_PROFILE))
+    if (modes_are_pass_through())
         return file_open_profiled(dirfd, path, flags, mode);
     /* The path decides the file's mode before it is opened: read it only
      * if it can be read (else the kernel answers, unrecorded). */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/diag.h"
@@ -70,11 +71,11 @@ int sluice_policy_records(const char *abs_path)
 
 /* ---- modes ---- */
 
-static const char *const mode_names[SLUICE_MODE_COUNT] = {"profile", "buffer", "stage"};
-
-/* Modes that later issues add: accepted by name, run as profile for POSIX
- * files (acb works at the MPI-IO level, not on descriptors). */
-static const char *const mode_aliases_profile[] = {"acb"};
+static const char *const mode_names[SLUICE_MODE_COUNT] = {
+#define SLUICE_MODE(id, name, tiers, help) [SLUICE_MODE_##id] = name,
+#include "core/modes.def"
+#undef SLUICE_MODE
+};
 
 static enum sluice_mode default_mode = SLUICE_MODE_PROFILE;
 static char mode_prefix_buf[4096];
@@ -85,14 +86,21 @@ static struct {
 } mode_rules[POLICY_MAX_PREFIXES];
 static int nmode_rules;
 
+/* "profile, buffer, ..." for messages. */
+static const char *mode_list(void)
+{
+    static char list[128];
+    if (!list[0])
+        for (int i = 0; i < SLUICE_MODE_COUNT; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", mode_names[i]);
+    return list;
+}
+
 int sluice_mode_from_name(const char *name)
 {
     for (int i = 0; i < SLUICE_MODE_COUNT; i++)
         if (strcmp(name, mode_names[i]) == 0)
             return i;
-    for (size_t i = 0; i < sizeof mode_aliases_profile / sizeof *mode_aliases_profile; i++)
-        if (strcmp(name, mode_aliases_profile[i]) == 0)
-            return SLUICE_MODE_PROFILE;
     return -1;
 }
 
@@ -108,7 +116,7 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
     const char *s = policy;
 
     if (m < 0) {
-        sluice_diag("SLUICE_MODE=%s is not a mode (profile, buffer, stage); using profile", dflt);
+        sluice_diag("SLUICE_MODE=%s is not a mode (%s); using profile", dflt, mode_list());
         bad++;
         m = SLUICE_MODE_PROFILE;
     }
@@ -127,8 +135,8 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
             if (im < 0 || !item[0] || sluice_path_absolute(AT_FDCWD, item, out, room) != 0) {
                 if (eq)
                     *eq = '=';   /* shown as given */
-                sluice_diag("SLUICE_POLICY item '%s' is not PREFIX=MODE with MODE profile, buffer or stage; ignored",
-                            item);
+                sluice_diag("SLUICE_POLICY item '%s' is not PREFIX=MODE with MODE one of %s; ignored", item,
+                            mode_list());
                 bad++;
             } else {
                 mode_rules[nmode_rules].prefix = out;
@@ -142,14 +150,12 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
     return bad;
 }
 
-int sluice_policy_changes_io(void)
+unsigned sluice_policy_modes_used(void)
 {
-    if (default_mode != SLUICE_MODE_PROFILE)
-        return 1;
+    unsigned used = 1u << default_mode;
     for (int i = 0; i < nmode_rules; i++)
-        if (mode_rules[i].mode != SLUICE_MODE_PROFILE)
-            return 1;
-    return 0;
+        used |= 1u << mode_rules[i].mode;
+    return used;
 }
 
 enum sluice_mode sluice_policy_mode(const char *abs_path)

@@ -17,11 +17,11 @@ int sluice_policy_records(const char *abs_path);
  * common case costs no getcwd and no normalisation. */
 int sluice_policy_skip_fast(const char *path);
 
-/* I/O modes: what the tier stack of a recorded file holds. */
+/* I/O modes (core/modes.def): what the tier stack of a recorded file holds. */
 enum sluice_mode {
-    SLUICE_MODE_PROFILE = 0,  /* pass-through: the program's calls reach the file system as they are */
-    SLUICE_MODE_BUFFER = 1,   /* write-behind coalescing and read-ahead */
-    SLUICE_MODE_STAGE = 2,    /* node-local tier, published atomically by background drainers */
+#define SLUICE_MODE(id, name, tiers, help) SLUICE_MODE_##id,
+#include "core/modes.def"
+#undef SLUICE_MODE
     SLUICE_MODE_COUNT
 };
 
@@ -34,9 +34,8 @@ const char *sluice_mode_name(enum sluice_mode m);
  * malformed items. */
 int sluice_policy_init_modes(const char *default_mode, const char *policy);
 
-/* 1 when some path may get a mode other than profile: the mode of a file
- * must then be known before it is opened. */
-int sluice_policy_changes_io(void);
+/* The modes some path may get, as bits (1u << mode). */
+unsigned sluice_policy_modes_used(void);
 
 /* The mode for an absolute normalised path: the longest matching prefix of
  * SLUICE_POLICY, else SLUICE_MODE. */

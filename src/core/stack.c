@@ -30,9 +30,9 @@ static int path_tiers;
 
 /* The tiers each mode puts on top. */
 static const char *const mode_tiers[SLUICE_MODE_COUNT] = {
-    [SLUICE_MODE_PROFILE] = "",
-    [SLUICE_MODE_BUFFER] = "buffer",
-    [SLUICE_MODE_STAGE] = "stage",
+#define SLUICE_MODE(id, name, tiers, help) [SLUICE_MODE_##id] = tiers,
+#include "core/modes.def"
+#undef SLUICE_MODE
 };
 
 const struct sluice_tier_ops *sluice_tier_find(const char *name)

@@ -146,31 +146,10 @@ static void count_other(struct mpiio_file *f, int counter, int rc, uint64_t t0)
 
 /* ---- aggregation ---- */
 
-/* The mode of a path: the longest SLUICE_POLICY prefix that matches it
- * (PREFIX=MODE,...), else SLUICE_MODE. "acb" is the POSIX layer's profile
- * mode, so the core's policy table does not keep it apart; this reads the
- * same setting with the same rule. */
+/* The mode of a path, by the one lookup every layer uses. */
 static int mode_is_acb(const char *abs_path)
 {
-    const char *s = sluice_cfg.policy, *best_mode = sluice_cfg.mode;
-    size_t best_len = 0, mode_len = strlen(sluice_cfg.mode);
-
-    while (*s) {
-        const char *end = strchr(s, ','), *eq;
-        size_t len;
-        if (!end)
-            end = s + strlen(s);
-        for (eq = end; eq > s && eq[-1] != '='; eq--)
-            ;
-        len = eq > s ? (size_t)(eq - 1 - s) : 0;
-        if (len > best_len && strncmp(abs_path, s, len) == 0 && (abs_path[len] == '/' || abs_path[len] == '\0')) {
-            best_len = len;
-            best_mode = eq;
-            mode_len = (size_t)(end - eq);
-        }
-        s = *end ? end + 1 : end;
-    }
-    return mode_len == 3 && strncmp(best_mode, "acb", 3) == 0;
+    return sluice_policy_mode(abs_path) == SLUICE_MODE_ACB;
 }
 
 /* Whether a file opened with this access mode aggregates: the one place the

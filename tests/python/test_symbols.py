@@ -221,10 +221,15 @@ def test_exact_counters_per_symbol(target, logdir):
     # Every call succeeded except the deliberate errors (end of file, from
     # fgets and fgetc, is -1 with errno 0).
     failed = [r for r in results if r["ret"] < 0 and r["errno"] != 0]
+    # A file system without fallocate (MooseFS) says EOPNOTSUPP: counted as an error.
+    unsupported = {r["op"] for r in failed if r["op"] in ("fallocate", "fallocate64") and r["errno"] == 95}
+    failed = [r for r in failed if r["op"] not in unsupported]
     assert len(failed) == 2 and {r["op"] for r in failed} == {"open", "read"}
     assert {r["errno"] for r in failed} == {2, 9}  # ENOENT, EBADF
     problems = []
     for name, (_, expected) in CASES.items():
+        if name in unsupported:
+            expected = {"": P(OPENS=1, ERRORS=1)}
         for suffix, want in expected.items():
             entry = file_entry(report, target / f"case_{name}{suffix}")
             got = nonzero(entry["app"])

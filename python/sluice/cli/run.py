@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 from sluice.errors import UserError
-from sluice.runner import MODES, job_id_from_env, mpi_rank, new_job_id, sluice_env
-from sluice.settings import RunSettings, load_config, parse_policy_item, parse_size
+from sluice.runner import job_id_from_env, mpi_rank, new_job_id, sluice_env
+from sluice.generated import MODES as MODE_HELP
+from sluice.settings import MODES, RunSettings, generic_settings, load_config, parse_policy_item, setting_value
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -81,35 +82,39 @@ def _log_prefix(job: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in job) + "_"
 
 
+def _generic_options(f):
+    """A `sluice run` option for every setting of the table with a flag
+    (src/core/config.def), besides the ones written out below."""
+    for s in reversed(generic_settings()):
+        if not s.flag:
+            continue
+        name = s.env.removeprefix("SLUICE_").lower()
+        helptext = f"{s.help} [{s.default or 'none'}]"
+        if s.type == "BOOL":
+            f = click.option(s.flag, name, is_flag=True, default=None, help=helptext)(f)
+        else:
+            metavar = ("SIZE" if s.default[-1:] in ("K", "M", "G") else "N") if s.type == "INT" else "VALUE"
+            f = click.option(s.flag, name, default=None, metavar=metavar, help=helptext)(f)
+    return f
+
+
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--mode", type=click.Choice(MODES), default=None,
-              help="What sluice does to the I/O: profile (default; calls pass unchanged), buffer "
-                   "(write-behind coalescing and read-ahead), stage (node-local tier, atomic publish) or acb.")
+              help="What sluice does to the I/O: " + "; ".join(f"{m}: {h}" for m, h in MODE_HELP.items()) + ".")
 @click.option("--config", "config_file", default=lambda: os.environ.get("SLUICE_CONFIG"), metavar="FILE",
-              help="TOML file with mode, paths, [buffer] and [policy] (flags override it).")
+              help="TOML file with the settings (docs/configuration.md lists its keys; options override it).")
 @click.option("--policy", "policy", multiple=True, metavar="PREFIX=MODE",
               help="Mode for paths under PREFIX (repeatable; the longest prefix wins).")
-@click.option("--tier", default=None, metavar="DIR",
-              help="Stage mode: node-local tier directory [/dev/shm/sluice-stage-UID].")
-@click.option("--detach", is_flag=True, help="Stage mode: exit without waiting for publishing (`sluice drain`).")
-@click.option("--stage-delay", "stage_delay_ms", type=int, default=None, metavar="MS",
-              help="Stage mode: publish a closed file when not reopened for MS milliseconds [1000].")
-@click.option("--buffer-size", default=None, metavar="SIZE",
-              help="Buffer mode: write-behind unit [default: 4M, rounded to the stripe size].")
-@click.option("--readahead", default=None, metavar="SIZE", help="Buffer mode: read-ahead size; 0: none [4M].")
-@click.option("--buffer-memory", default=None, metavar="SIZE",
-              help="Buffer mode: memory cap per process [1/32 of RAM, 64M..1G].")
 @click.option("--path", "paths", multiple=True, metavar="PREFIX",
               help="Record only paths under PREFIX (repeatable; default: all but system paths).")
 @click.option("--log-dir", default=lambda: os.environ.get("SLUICE_LOG_DIR", "sluice-logs"),
               show_default="sluice-logs", help="Where each process writes its log.")
 @click.option("--job-id", default=None, help="Job identifier (default: the launcher's, else a new one).")
 @click.option("-q", "--quiet", is_flag=True, help="No messages from sluice.")
+@_generic_options
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
-def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], tier: str | None, detach: bool,
-            stage_delay_ms: int | None, buffer_size: str | None,
-            readahead: str | None, buffer_memory: str | None, paths: tuple[str, ...], log_dir: str,
-            job_id: str | None, quiet: bool, cmd: tuple[str, ...]) -> None:
+def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], paths: tuple[str, ...],
+            log_dir: str, job_id: str | None, quiet: bool, cmd: tuple[str, ...], **generic: object) -> None:
     """Run CMD unchanged under sluice and record its I/O on both sides.
 
     \b
@@ -122,18 +127,10 @@ def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], 
         s.mode = mode
     if paths:
         s.paths = list(paths)
-    if buffer_size is not None:
-        s.buffer_size = parse_size(buffer_size, "--buffer-size")
-    if readahead is not None:
-        s.readahead = parse_size(readahead, "--readahead")
-    if buffer_memory is not None:
-        s.buffer_memory = parse_size(buffer_memory, "--buffer-memory")
     s.policy += [parse_policy_item(p) for p in policy]
-    if tier:
-        s.tier = tier
-    if detach:
-        s.detach = True
-    if stage_delay_ms is not None:
-        s.stage_delay_ms = stage_delay_ms
+    for setting in generic_settings():
+        value = generic.get(setting.env.removeprefix("SLUICE_").lower())
+        if value is not None:
+            s.values[setting.env] = setting_value(setting, value, setting.flag)
     sys.exit(run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
                  extra_env=s.env()))
