@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *prog = "sluice-bench-smallio";
@@ -42,6 +43,8 @@ static void usage(FILE *out)
         "                      must be a multiple of --write-size)\n"
         "  --fsync             fsync before closing the written file\n"
         "  --verify            check every byte read against the pattern written\n"
+        "  --meta N            then N stat() calls of the file and N open+close pairs,\n"
+        "                      each timed (the cost of path calls)\n"
         "                      (exit 1 on a mismatch)\n"
         "  -h, --help          this text\n"
         "\n"
@@ -51,13 +54,14 @@ static void usage(FILE *out)
 
 struct opts {
     const char *file;
-    uint64_t size, write_size, read_size, wrap;
+    uint64_t size, write_size, read_size, wrap, meta;
     int do_write, do_read, do_fsync, verify;
 };
 
 struct result {
     uint64_t bytes_written, write_ops, bytes_read, read_ops, mismatches;
     uint64_t opens, closes, fsyncs, seeks;
+    double stat_seconds, openclose_seconds;
     double write_seconds, read_seconds;
 };
 
@@ -143,6 +147,24 @@ static void phase_read(const struct opts *o, struct result *r)
     free(buf);
 }
 
+/* N stats of the file, then N open+close pairs. */
+static void phase_meta(const struct opts *o, struct result *r)
+{
+    struct stat st;
+    double t0 = bench_now();
+    for (uint64_t i = 0; i < o->meta; i++)
+        if (stat(o->file, &st) != 0)
+            bench_die(prog, errno, "stat");
+    double t1 = bench_now();
+    for (uint64_t i = 0; i < o->meta; i++) {
+        int fd = open(o->file, O_RDONLY);
+        if (fd < 0 || close(fd) != 0)
+            bench_die(prog, errno, "open/close");
+    }
+    r->stat_seconds = t1 - t0;
+    r->openclose_seconds = bench_now() - t1;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -154,6 +176,7 @@ int main(int argc, char **argv)
         {"wrap", required_argument, NULL, 'W'},
         {"fsync", no_argument, NULL, 'F'},
         {"verify", no_argument, NULL, 'v'},
+        {"meta", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -197,6 +220,10 @@ int main(int argc, char **argv)
             break;
         case 'F': o.do_fsync = 1; break;
         case 'v': o.verify = 1; break;
+        case 'm':
+            if (bench_parse_size(optarg, &o.meta) != 0)
+                bench_die(prog, 0, "bad --meta '%s'", optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -215,6 +242,8 @@ int main(int argc, char **argv)
         phase_write(&o, &r);
     if (o.do_read)
         phase_read(&o, &r);
+    if (o.meta)
+        phase_meta(&o, &r);
 
     printf("{\"workload\":\"smallio\",\"phase\":\"%s\",\"file\":", phase);
     bench_json_str(o.file);
@@ -223,10 +252,11 @@ int main(int argc, char **argv)
            ",\"write_seconds\":%.9f,\"bytes_read\":%" PRIu64 ",\"read_ops\":%" PRIu64
            ",\"read_seconds\":%.9f,\"opens\":%" PRIu64 ",\"closes\":%" PRIu64
            ",\"fsyncs\":%" PRIu64 ",\"seeks\":%" PRIu64 ",\"verified\":%s,\"mismatches\":%" PRIu64
-           ",\"seconds\":%.9f}\n",
+           ",\"seconds\":%.9f,\"meta_ops\":%" PRIu64 ",\"stat_seconds\":%.9f,\"openclose_seconds\":%.9f}\n",
            o.write_size, o.read_size, o.wrap, r.bytes_written, r.write_ops, r.write_seconds,
            r.bytes_read, r.read_ops, r.read_seconds, r.opens, r.closes, r.fsyncs, r.seeks,
-           o.verify ? "true" : "false", r.mismatches, r.write_seconds + r.read_seconds);
+           o.verify ? "true" : "false", r.mismatches, r.write_seconds + r.read_seconds, o.meta, r.stat_seconds,
+           r.openclose_seconds);
     if (fflush(stdout) != 0)
         return 1;
     return r.mismatches == 0 ? 0 : 1;

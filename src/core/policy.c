@@ -85,6 +85,7 @@ static struct {
     enum sluice_mode mode;
 } mode_rules[POLICY_MAX_PREFIXES];
 static int nmode_rules;
+static unsigned modes_used = 1u << SLUICE_MODE_PROFILE;   /* bits of the modes some path may get */
 
 /* "profile, buffer, ..." for messages. */
 static const char *mode_list(void)
@@ -147,15 +148,15 @@ int sluice_policy_init_modes(const char *dflt, const char *policy)
             }
         }
     }
+    modes_used = 1u << default_mode;
+    for (int i = 0; i < nmode_rules; i++)
+        modes_used |= 1u << mode_rules[i].mode;
     return bad;
 }
 
 unsigned sluice_policy_modes_used(void)
 {
-    unsigned used = 1u << default_mode;
-    for (int i = 0; i < nmode_rules; i++)
-        used |= 1u << mode_rules[i].mode;
-    return used;
+    return modes_used;
 }
 
 enum sluice_mode sluice_policy_mode(const char *abs_path)

@@ -24,9 +24,9 @@ static const struct sluice_tier_ops *const all_tiers[] = {
  * bottom tier. */
 static struct sluice_stack templates[SLUICE_MODE_COUNT];
 
-/* Some tier above the bottom one answers path calls: a path's mode must be
- * known before its call goes down. */
-static int path_tiers;
+/* Modes (bits) in which a tier above the bottom one answers path calls: a
+ * path's mode must be known before its call goes down. */
+static unsigned path_tier_modes;
 
 /* The tiers each mode puts on top. */
 static const char *const mode_tiers[SLUICE_MODE_COUNT] = {
@@ -101,13 +101,14 @@ static int tier_has_path_slots(const struct sluice_tier_ops *t)
 int sluice_stack_init(const char *tiers, int allow_test_tiers)
 {
     memset(templates, 0, sizeof templates);
-    path_tiers = 0;
+    path_tier_modes = 0;
     for (int m = 0; m < SLUICE_MODE_COUNT; m++) {
         template_add(m, mode_tiers[m], allow_test_tiers);
         template_add(m, tiers, allow_test_tiers);
         templates[m].tier[templates[m].depth++] = sluice_tier_find("passthru");
         for (int i = 0; i < templates[m].depth - 1; i++)
-            path_tiers |= tier_has_path_slots(templates[m].tier[i]);
+            if (tier_has_path_slots(templates[m].tier[i]))
+                path_tier_modes |= 1u << m;
     }
     return templates[SLUICE_MODE_PROFILE].depth;
 }
@@ -148,7 +149,7 @@ const struct sluice_stack *sluice_stack_of(enum sluice_mode mode)
 
 int sluice_stack_has_path_tiers(void)
 {
-    return path_tiers;
+    return (path_tier_modes & sluice_policy_modes_used()) != 0;
 }
 
 int sluice_stack_caps(enum sluice_mode mode)
