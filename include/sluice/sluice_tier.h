@@ -163,6 +163,14 @@ struct sluice_tier_ops {
     ssize_t (*path_xattr)(const struct sluice_stack *s, int level, const struct sluice_path *p,
                           const struct sluice_xattr *x);
 
+    /* ---- streams: the buffer a stream of this mode gets from the C library
+     * (glibc's stdio reaches the kernel through calls no wrapper sees; a
+     * larger buffer is how a mode changes a stream's I/O). NULL: keep the C
+     * library's. *size: in, nothing; out, the buffer's size. One tier per
+     * process provides stream buffers; stream_buffer_free takes them back. */
+    void *(*stream_buffer)(size_t *size);
+    void (*stream_buffer_free)(void *buf, size_t size);
+
     /* Whole process: bring every byte the tier holds to the tier below and
      * leave each descriptor's kernel position where the application's is.
      * why: sluice_quiesce_reason bits (before a fork, at the end of the

@@ -20,10 +20,6 @@ void buffer_stat_fixup(dev_t dev, ino_t ino, int64_t *size);
 /* truncate(path) changed (dev, ino) to len (after a quiesce). */
 void buffer_path_truncated(dev_t dev, ino_t ino, int64_t len);
 
-/* A stdio stream buffer of the configured unit, reserved from the buffer
- * memory cap; NULL (keep glibc's) when the cap or the setting says no. */
-void *buffer_stream_alloc(size_t *size);
-void buffer_stream_free(void *buf, size_t size);
 
 /* 1 when any file is buffered (path calls may need the two above). */
 int buffer_active(void);

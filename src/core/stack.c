@@ -174,6 +174,29 @@ int sluice_stack_is_bottom_only(enum sluice_mode mode)
     return (unsigned)mode < SLUICE_MODE_COUNT && templates[mode].depth == 1;
 }
 
+void *sluice_stack_stream_buffer(enum sluice_mode mode, size_t *size)
+{
+    const struct sluice_stack *s = sluice_stack_of(mode);
+    for (int i = 0; i < s->depth; i++)
+        if (SLUICE_TIER_HAS(s->tier[i], stream_buffer))
+            return s->tier[i]->stream_buffer(size);
+    return NULL;
+}
+
+static int distinct_tiers(const struct sluice_tier_ops **out);
+
+void sluice_stack_stream_buffer_free(void *buf, size_t size)
+{
+    const struct sluice_tier_ops *t[SLUICE_MODE_COUNT * SLUICE_MAX_TIERS];
+    int n = distinct_tiers(t);
+
+    for (int i = 0; i < n; i++)
+        if (SLUICE_TIER_HAS(t[i], stream_buffer_free)) {
+            t[i]->stream_buffer_free(buf, size);
+            return;
+        }
+}
+
 /* Every distinct tier in use, each once. */
 static int distinct_tiers(const struct sluice_tier_ops **out)
 {

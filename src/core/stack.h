@@ -39,6 +39,11 @@ int sluice_stack_any_caps(unsigned caps);
  * before the kernel's open). */
 int sluice_stack_is_bottom_only(enum sluice_mode mode);
 
+/* A stream buffer for a stream of `mode` from its stack's tiers (NULL:
+ * the C library's own), and its release after the stream let go of it. */
+void *sluice_stack_stream_buffer(enum sluice_mode mode, size_t *size);
+void sluice_stack_stream_buffer_free(void *buf, size_t size);
+
 /* Every tier's quiesce (before fork, exec, exit; see sluice_tier.h). */
 int sluice_stack_quiesce(unsigned why);
 

@@ -22,7 +22,10 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "core/counters.h"
 #include "core/file.h"
+#include "core/pathcall.h"
+#include "sys/userptr.h"
 #include "sys/privfd.h"
 #include "interpose/interpose.h"
 
@@ -58,7 +61,9 @@ static void fd_closed(int fd)
  * the table held for its number belonged to a descriptor closed unseen. */
 static int fd_fresh(int fd)
 {
-    if (fd >= 0 && sluice_active() && sluice_fd_known(fd) && !sluice_in_vfork_child()) {
+    /* (whether or not this thread is inside sluice: the table must be right) */
+    if (fd >= 0 && __atomic_load_n(&sluice__state, __ATOMIC_RELAXED) == SLUICE_STATE_ACTIVE &&
+        sluice_fd_known(fd) && !sluice_in_vfork_child()) {
         int saved = errno;
         sluice__guard++;
         sluice_fd_forget(fd);
@@ -87,7 +92,24 @@ SLUICE_EXPORT int closedir(DIR *d)
     return rc;
 }
 
-SLUICE_EXPORT DIR *opendir(const char *path)
+/* A listing of a directory is read: counted on the directory's record. */
+#define LISTING(path, realcall, ok)                                           \
+    do {                                                                      \
+        struct sluice_pathcall c;                                             \
+        int saved_ = errno;                                                   \
+        if (!sluice_active() || sluice_ptr_null_page(path))                   \
+            return realcall;                                                  \
+        sluice__guard++;                                                      \
+        sluice_pathcall_begin(&c, AT_FDCWD, path, POSIX_OPENDIRS);            \
+        __typeof__(realcall) r_ = realcall;                                   \
+        int err_ = (ok) ? saved_ : errno;                                     \
+        (void)sluice_pathcall_end(&c, (ok) ? 0 : -err_);                      \
+        sluice__guard--;                                                      \
+        errno = err_;                                                         \
+        return r_;                                                            \
+    } while (0)
+
+static DIR *opendir_fresh(const char *path)
 {
     DIR *d = SLUICE_REAL(opendir)(path);
     if (d)
@@ -95,10 +117,38 @@ SLUICE_EXPORT DIR *opendir(const char *path)
     return d;
 }
 
-/* The directory stream now owns fd: the descriptor stays what it was. */
+SLUICE_EXPORT DIR *opendir(const char *path)
+{
+    LISTING(path, opendir_fresh(path), r_ != NULL);
+}
+
+SLUICE_EXPORT int scandir(const char *path, struct dirent ***list, int (*filter)(const struct dirent *),
+                          int (*compar)(const struct dirent **, const struct dirent **))
+{
+    LISTING(path, SLUICE_REAL(scandir)(path, list, filter, compar), r_ >= 0);
+}
+
+SLUICE_EXPORT int scandir64(const char *path, struct dirent64 ***list, int (*filter)(const struct dirent64 *),
+                            int (*compar)(const struct dirent64 **, const struct dirent64 **))
+{
+    LISTING(path, SLUICE_REAL(scandir64)(path, list, filter, compar), r_ >= 0);
+}
+
+/* The directory stream now owns fd: the descriptor stays what it was; a
+ * recorded directory counts a listing read. */
 SLUICE_EXPORT DIR *fdopendir(int fd)
 {
-    return SLUICE_REAL(fdopendir)(fd);
+    struct sluice_file *f;
+    DIR *d = SLUICE_REAL(fdopendir)(fd);
+
+    if (d && sluice_active() && (f = sluice_fd_get(fd)) != NULL) {
+        int saved = errno;
+        uint64_t t = sluice_now();
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_OPENDIRS, t, t);
+        sluice_file_put(f);
+        errno = saved;
+    }
+    return d;
 }
 
 static int close_range_call(unsigned lo, unsigned hi, unsigned flags, int is_syscall)

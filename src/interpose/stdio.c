@@ -28,7 +28,6 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 #include "core/policy.h"
 #include "core/stack.h"
 #include "core/stream.h"
-#include "buffer/buffer.h"
 #include "interpose/interpose.h"
 #include "sys/userptr.h"
 
@@ -57,19 +56,19 @@ static struct sluice_record *stream_path_record(const char *path, enum sluice_mo
     return sluice_record_get(SLUICE_MOD_STDIO, abs);
 }
 
-/* Buffer mode for a stream: glibc's stdio reaches the kernel through calls
- * no wrapper sees, so the tier cannot coalesce them; instead glibc's own
- * buffer grows to the write unit (within the buffer memory cap), and the
- * stream's writes and reads reach the kernel in unit-sized pieces. Must run
- * before the stream's first I/O. Returns the buffer given, or NULL. */
+/* A stream of a mode whose tiers give stream buffers (buffer mode: the
+ * write unit, within the memory cap): glibc's stdio reaches the kernel
+ * through calls no wrapper sees, so the stream's own buffer is what a mode
+ * can change. Must run before the stream's first I/O. Returns the buffer
+ * given, or NULL. */
 static void *stream_enlarge_buffer(FILE *fp, enum sluice_mode mode, size_t *size)
 {
     void *buf;
 
-    if (mode != SLUICE_MODE_BUFFER || !(buf = buffer_stream_alloc(size)))
+    if (!(buf = sluice_stack_stream_buffer(mode, size)))
         return NULL;
     if (setvbuf(fp, buf, _IOFBF, *size) != 0) {
-        buffer_stream_free(buf, *size);
+        sluice_stack_stream_buffer_free(buf, *size);
         return NULL;
     }
     return buf;
@@ -79,7 +78,7 @@ static void *stream_enlarge_buffer(FILE *fp, enum sluice_mode mode, size_t *size
 static void stream_buffer_release(void *buf, size_t size)
 {
     if (buf)
-        buffer_stream_free(buf, size);
+        sluice_stack_stream_buffer_free(buf, size);
 }
 
 /* Where a newly opened stream starts: at the end in append mode. */

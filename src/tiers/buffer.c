@@ -998,7 +998,7 @@ int sluice_tier_quiesce_buffers(void)
     return buffer_quiesce(SLUICE_QUIESCE_END);
 }
 
-void *buffer_stream_alloc(size_t *size)
+static void *buffer_stream_alloc(size_t *size)
 {
     int64_t n = sluice_cfg.buffer_size;
     void *p;
@@ -1013,7 +1013,7 @@ void *buffer_stream_alloc(size_t *size)
     return p;
 }
 
-void buffer_stream_free(void *buf, size_t size)
+static void buffer_stream_free(void *buf, size_t size)
 {
     free(buf);
     budget_reserve(-(int64_t)size);
@@ -1088,6 +1088,8 @@ const struct sluice_tier_ops sluice_tier_buffer = {
     .path_chown = buffer_path_chown,
     .path_utimens = buffer_path_utimens,
     .path_xattr = buffer_path_xattr,
+    .stream_buffer = buffer_stream_alloc,
+    .stream_buffer_free = buffer_stream_free,
     .quiesce = buffer_quiesce,
     .after_fork_child = buffer_after_fork_child,
 };

@@ -143,6 +143,15 @@ static int fdlife_op(const char *name, const char *arg, long long *ret)
     if (!strcmp(name, "opendir")) r = (dir = opendir(arg)) ? 0 : -1;
     else if (!strcmp(name, "fdopendir")) r = (dir = fdopendir(fd)) ? 0 : -1;
     else if (!strcmp(name, "closedir")) { r = closedir(dir); fd = -1; }
+    else if (!strcmp(name, "scandir") || !strcmp(name, "scandir64")) {
+        struct dirent **l = NULL;
+        struct dirent64 **l64 = NULL;
+        r = !strcmp(name, "scandir") ? scandir(arg, &l, NULL, alphasort) : scandir64(arg, &l64, NULL, alphasort64);
+        for (long long i = 0; i < r; i++)
+            free(l ? (void *)l[i] : (void *)l64[i]);
+        free(l ? (void *)l : (void *)l64);
+        r = r == 2 ? 0 : -1;   /* ".", ".." */
+    }
     else if (!strcmp(name, "close_range")) { r = close_range((unsigned)fd, (unsigned)fd, 0); fd = -1; }
     else if (!strcmp(name, "closefrom")) { closefrom(fd); fd = -1; }
     else if (!strcmp(name, "syscall_close")) { r = syscall(SYS_close, fd); fd = -1; }

@@ -114,8 +114,10 @@ for sym in ("pipe", "pipe2", "socket", "socketpair", "accept", "accept4", "event
 for sym in ("close_range", "closefrom", "syscall_close"):
     case(sym, ["creat:{f}", "write:10", sym, "pipe"], W10)
 case("umask", ["umask:077", "creat:{f}", "write:10", "close", "umask:022"], W10)
-case("opendir", ["mkdir:{f}", "opendir:{f}", "closedir"], P(MKDIRS=1))
-case("fdopendir", ["mkdir:{f}", "open:{f}:r", "fdopendir", "closedir"], P(MKDIRS=1, OPENS=1))
+case("opendir", ["mkdir:{f}", "opendir:{f}", "closedir"], P(MKDIRS=1, OPENDIRS=1))
+case("fdopendir", ["mkdir:{f}", "open:{f}:r", "fdopendir", "closedir"], P(MKDIRS=1, OPENS=1, OPENDIRS=1))
+for sym in ("scandir", "scandir64"):
+    case(sym, ["mkdir:{f}", f"{sym}:{{f}}"], P(MKDIRS=1, OPENDIRS=1))
 
 # Metadata by path and by descriptor; bytes the kernel moves.
 case("remove", ["creat:{f}", "close", "remove:{f}"], P(OPENS=1, UNLINKS=1))
