@@ -469,3 +469,26 @@ def test_tier_is_created_private(tmp_path):
     for d in (t.root, t.data_dir, t.journal_dir):
         assert stat.S_IMODE(d.stat().st_mode) == 0o700
     shutil.rmtree(t.root)
+
+
+@pytest.mark.parametrize("what", ["fifo-data", "fifo-journal", "fifo-lock", "symlink-data", "dir-data"])
+def test_names_that_are_not_regular_files_are_refused_in_one_line(tier, shared, tmp_path, what):
+    # A FIFO would block a reader forever (a batch epilog running `sluice
+    # recover` must not hang); a symbolic link is never followed.
+    e = stage(tier, shared / "odd", b"bytes")
+    kind, where = what.split("-")
+    target = {"data": tier.data(e.id), "journal": tier.journal(e.id), "lock": tier.lock(e.id)}[where]
+    target.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(target, 0o600)
+    elif kind == "symlink":
+        (tmp_path / "elsewhere").write_bytes(b"not ours")
+        target.symlink_to(tmp_path / "elsewhere")
+    else:
+        target.mkdir()
+    for verb in (["recover"], ["drain", "--force"], ["status"]):
+        cp = subprocess.run([sys.executable, "-m", "sluice", *verb, *tier_args(tier)], capture_output=True,
+                            text=True, timeout=60, env=python_env())
+        assert "Traceback" not in cp.stderr, cp.stderr
+    assert not (shared / "odd").exists()
+    assert (tmp_path / "elsewhere").read_bytes() == b"not ours" if kind == "symlink" else True

@@ -15,6 +15,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass, replace
+from sluice.stage.tier import NotRegular, open_regular
 
 FORMAT_TAG = b"sluice-stage 1"
 KEYS = ("id", "path", "mode", "state", "pid", "created_ns", "updated_ns", "error")
@@ -190,7 +191,10 @@ def read_fd(fd: int, name: str | None = None) -> Entry:
 
 def read(path: str | os.PathLike[str]) -> Entry:
     """Parse the entry file at `path` (not following a symbolic link)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd = open_regular(path)
+    except NotRegular as e:
+        raise JournalError(e.strerror) from None
     try:
         return read_fd(fd, os.path.basename(os.fspath(path)))
     finally:

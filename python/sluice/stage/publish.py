@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from sluice.stage import journal
 from sluice.stage.journal import PENDING_STATES, Entry, JournalError
 from sluice.stage.scan import entry_ids, now_ns, process_state
-from sluice.stage.tier import Tier
+from sluice.stage.tier import NotRegular, Tier, open_regular
 
 WRITE_UNIT = 4 << 20   # bytes per write to the shared file system
 NAME_MAX = 255         # bytes in one path component
@@ -97,6 +97,8 @@ def publish(tier: Tier, entry_id: str, force: bool = False) -> Outcome:
         locks = _lock(tier, entry_id)
     except _Busy:
         return Outcome(entry_id, IN_USE, first.path)
+    except NotRegular as e:
+        return Outcome(entry_id, CORRUPT, first.path, detail=e.strerror)
     if locks is None:
         return Outcome(entry_id, GONE, first.path)
     try:
@@ -147,7 +149,7 @@ def _lock_file(path: os.PathLike[str]) -> int | None:
     """A descriptor of `path` holding its flock; None if it does not exist."""
     for _ in range(LOCK_ATTEMPTS):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_regular(path)
         except FileNotFoundError:
             return None
         try:
@@ -182,6 +184,8 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
         return Outcome(entry_id, RUNNING, entry.path)
     try:
         nbytes = copy_to_final(tier, entry)
+    except NotRegular as e:
+        return Outcome(entry_id, CORRUPT, entry.path, detail=e.strerror)
     except OSError as e:
         _record_failure(tier, entry, error_text(e))
         return Outcome(entry_id, FAILED, entry.path, detail=error_text(e))
@@ -191,7 +195,7 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
 
 def copy_to_final(tier: Tier, entry: Entry) -> int:
     """Steps 3 and 4: the data under a temporary name, then renamed to the final path."""
-    src = os.open(tier.data(entry.id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    src = open_regular(tier.data(entry.id))
     try:
         times = os.fstat(src)
         tmp = temp_path(entry)

@@ -116,3 +116,29 @@ def _mkdir_private(path: Path | str, dir_fd: int | None = None) -> None:
         pass
     except OSError as e:
         raise UserError(f"cannot create tier directory {path}: {e.strerror}") from None
+
+
+class NotRegular(OSError):
+    """A name in the tier that is not a regular file (a FIFO, a device, a
+    symbolic link, a directory): never opened for reading, never followed."""
+
+
+def open_regular(path: os.PathLike[str] | str) -> int:
+    """A read-only descriptor of `path` if it is a regular file; NotRegular
+    otherwise. Opening never blocks (a FIFO would, until a writer came) and
+    never follows a symbolic link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotRegular(errno.ELOOP, f"{path} is a symbolic link, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(errno.EINVAL, f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
