@@ -162,6 +162,12 @@ struct sluice_tier_ops {
                         const struct timespec times[2], int flags);
     ssize_t (*path_xattr)(const struct sluice_stack *s, int level, const struct sluice_path *p,
                           const struct sluice_xattr *x);
+    /* A directory listing: the names of files under directory `dir` that
+     * this tier holds and the file system does not show yet, one emit()
+     * each (ino: what stat would say). Every tier of the stack that has the
+     * slot is asked (the file system's own names come from the kernel). */
+    void (*path_list)(const struct sluice_path *dir, void (*emit)(void *ctx, const char *name, ino_t ino),
+                      void *ctx);
 
     /* ---- streams: the buffer a stream of this mode gets from the C library
      * (glibc's stdio reaches the kernel through calls no wrapper sees; a
@@ -225,5 +231,8 @@ int sluice_tier_path_utimens(const struct sluice_stack *s, int level, const stru
                              const struct timespec times[2], int flags);
 ssize_t sluice_tier_path_xattr(const struct sluice_stack *s, int level, const struct sluice_path *p,
                                const struct sluice_xattr *x);
+/* Every tier's path_list; returns how many tiers of the stack have one. */
+int sluice_tier_path_list(const struct sluice_stack *s, const struct sluice_path *dir,
+                          void (*emit)(void *ctx, const char *name, ino_t ino), void *ctx);
 
 #endif

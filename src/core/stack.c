@@ -95,7 +95,7 @@ static int tier_has_path_slots(const struct sluice_tier_ops *t)
            SLUICE_TIER_HAS(t, path_mkdir) || SLUICE_TIER_HAS(t, path_unlink) || SLUICE_TIER_HAS(t, path_rename) ||
            SLUICE_TIER_HAS(t, path_link) || SLUICE_TIER_HAS(t, path_symlink) ||
            SLUICE_TIER_HAS(t, path_truncate) || SLUICE_TIER_HAS(t, path_chmod) || SLUICE_TIER_HAS(t, path_chown) ||
-           SLUICE_TIER_HAS(t, path_utimens) || SLUICE_TIER_HAS(t, path_xattr);
+           SLUICE_TIER_HAS(t, path_utimens) || SLUICE_TIER_HAS(t, path_xattr) || SLUICE_TIER_HAS(t, path_list);
 }
 
 int sluice_stack_init(const char *tiers, int allow_test_tiers)
@@ -300,3 +300,14 @@ PATH_DISPATCH(int, path_chown, (cstack *s, int level, cpath *p, uid_t uid, gid_t
 PATH_DISPATCH(int, path_utimens, (cstack *s, int level, cpath *p, const struct timespec times[2], int flags),
               (s, level, p, times, flags))
 PATH_DISPATCH(ssize_t, path_xattr, (cstack *s, int level, cpath *p, const struct sluice_xattr *x), (s, level, p, x))
+
+int sluice_tier_path_list(cstack *s, cpath *dir, void (*emit)(void *ctx, const char *name, ino_t ino), void *ctx)
+{
+    int n = 0;
+    for (int level = 0; level < s->depth; level++)
+        if (SLUICE_TIER_HAS(s->tier[level], path_list)) {
+            s->tier[level]->path_list(dir, emit, ctx);
+            n++;
+        }
+    return n;
+}

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -25,6 +26,8 @@
 #include "core/counters.h"
 #include "core/file.h"
 #include "core/pathcall.h"
+#include "core/stack.h"
+#include "interpose/listing.h"
 #include "sys/userptr.h"
 #include "sys/privfd.h"
 #include "interpose/interpose.h"
@@ -83,6 +86,7 @@ static void fd_pair_fresh(int rc, const int fds[2])
 
 SLUICE_EXPORT int closedir(DIR *d)
 {
+    sluice_listing_end(d);
     int fd = d ? dirfd(d) : -1;
     int track = fd >= 0 && fd_closing(fd);
     int rc = SLUICE_REAL(closedir)(d);
@@ -112,9 +116,49 @@ SLUICE_EXPORT int closedir(DIR *d)
 static DIR *opendir_fresh(const char *path)
 {
     DIR *d = SLUICE_REAL(opendir)(path);
-    if (d)
+    if (d) {
         fd_fresh(dirfd(d));
+        sluice_listing_begin(d, -1, path);
+    }
     return d;
+}
+
+/* scandir of a directory whose tiers add names: the C library's scandir
+ * reads with its own readdir, so it is done here with ours. */
+static int scandir_listing(const char *path, struct dirent64 ***list, int (*filter)(const struct dirent64 *),
+                           int (*compar)(const struct dirent64 **, const struct dirent64 **))
+{
+    DIR *d = opendir(path);
+    struct dirent64 **out = NULL, *e;
+    size_t n = 0, cap = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir64(d)) != NULL) {
+        if (filter && !filter(e))
+            continue;
+        if (n == cap) {
+            struct dirent64 **grown = realloc(out, (cap = cap ? cap * 2 : 32) * sizeof *out);
+            if (!grown)
+                goto fail;
+            out = grown;
+        }
+        if (!(out[n] = malloc(e->d_reclen)))
+            goto fail;
+        memcpy(out[n++], e, e->d_reclen);
+    }
+    closedir(d);
+    if (compar && n > 1)
+        qsort(out, n, sizeof *out, (int (*)(const void *, const void *))compar);
+    *list = out;
+    return (int)n;
+fail:
+    while (n)
+        free(out[--n]);
+    free(out);
+    closedir(d);
+    errno = ENOMEM;
+    return -1;
 }
 
 SLUICE_EXPORT DIR *opendir(const char *path)
@@ -122,16 +166,21 @@ SLUICE_EXPORT DIR *opendir(const char *path)
     LISTING(path, opendir_fresh(path), r_ != NULL);
 }
 
-SLUICE_EXPORT int scandir(const char *path, struct dirent ***list, int (*filter)(const struct dirent *),
-                          int (*compar)(const struct dirent **, const struct dirent **))
-{
-    LISTING(path, SLUICE_REAL(scandir)(path, list, filter, compar), r_ >= 0);
-}
-
 SLUICE_EXPORT int scandir64(const char *path, struct dirent64 ***list, int (*filter)(const struct dirent64 *),
                             int (*compar)(const struct dirent64 **, const struct dirent64 **))
 {
+    if (sluice_active() && sluice_stack_has_path_tiers() && !sluice_in_vfork_child())
+        return scandir_listing(path, list, filter, compar);   /* (counted by its opendir) */
     LISTING(path, SLUICE_REAL(scandir64)(path, list, filter, compar), r_ >= 0);
+}
+
+SLUICE_EXPORT int scandir(const char *path, struct dirent ***list, int (*filter)(const struct dirent *),
+                          int (*compar)(const struct dirent **, const struct dirent **))
+{
+    if (sluice_active() && sluice_stack_has_path_tiers() && !sluice_in_vfork_child())
+        return scandir_listing(path, (struct dirent64 ***)list, (int (*)(const struct dirent64 *))filter,
+                               (int (*)(const struct dirent64 **, const struct dirent64 **))compar);
+    LISTING(path, SLUICE_REAL(scandir)(path, list, filter, compar), r_ >= 0);
 }
 
 /* The directory stream now owns fd: the descriptor stays what it was; a
@@ -146,6 +195,9 @@ SLUICE_EXPORT DIR *fdopendir(int fd)
         uint64_t t = sluice_now();
         sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_OPENDIRS, t, t);
         sluice_file_put(f);
+        sluice__guard++;
+        sluice_listing_begin(d, fd, NULL);
+        sluice__guard--;
         errno = saved;
     }
     return d;

@@ -1147,6 +1147,43 @@ static ssize_t stage_tier_path_xattr(cstack *s, int level, cpath *p, const struc
     return rc ? rc : sluice_tier_path_xattr(s, level + 1, p, x);
 }
 
+/* Names this process staged directly under dir (not yet published). */
+static void stage_tier_path_list(cpath *dir, void (*emit)(void *ctx, const char *name, ino_t ino), void *ctx)
+{
+    size_t n;
+
+    if (!dir->abs || !stage_active())
+        return;
+    n = strlen(dir->abs);
+    pthread_mutex_lock(&st.lock);
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next) {
+            const char *p = s->e.path;
+            struct stat sb;
+            if (strncmp(p, dir->abs, n) == 0 && p[n] == '/' && p[n + 1] && !strchr(p + n + 1, '/'))
+                emit(ctx, p + n + 1, staged_data_stat(s, &sb) == 0 ? sb.st_ino : 0);
+        }
+    pthread_mutex_unlock(&st.lock);
+}
+
+/* Owner and extended attributes (ACLs: cp -p, tar) of an open staged file
+ * are the shared file system's to keep: the file moves there first (as
+ * when the tier is full), then the call goes down. Times need no move: the
+ * data file's times are the ones published. */
+static int stage_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
+{
+    struct stage_desc *d = desc_of(f, level);
+    int rc = d->s ? stage_move_to_shared(f, d) : 0;
+    return rc ? rc : sluice_tier_fchown(f, level + 1, uid, gid);
+}
+
+static ssize_t stage_fxattr(struct sluice_file *f, int level, const struct sluice_xattr *x)
+{
+    struct stage_desc *d = desc_of(f, level);
+    int rc = d->s && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE) ? stage_move_to_shared(f, d) : 0;
+    return rc ? rc : sluice_tier_fxattr(f, level + 1, x);
+}
+
 /* fchmod of a staged file: the mode it will be published with. */
 static int stage_fchmod(struct sluice_file *f, int level, mode_t mode)
 {
@@ -1180,6 +1217,8 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .close = stage_close,
     .control = stage_control,
     .fchmod = stage_fchmod,
+    .fchown = stage_fchown,
+    .fxattr = stage_fxattr,
     .path_stat = stage_tier_path_stat,
     .path_statx = stage_tier_path_statx,
     .path_access = stage_tier_path_access,
@@ -1192,6 +1231,7 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .path_chown = stage_tier_path_chown,
     .path_utimens = stage_tier_path_utimens,
     .path_xattr = stage_tier_path_xattr,
+    .path_list = stage_tier_path_list,
     .quiesce = stage_quiesce,
     .after_fork_child = stage_after_fork_child,
 };

@@ -143,6 +143,9 @@ static int fdlife_op(const char *name, const char *arg, long long *ret)
     if (!strcmp(name, "opendir")) r = (dir = opendir(arg)) ? 0 : -1;
     else if (!strcmp(name, "fdopendir")) r = (dir = fdopendir(fd)) ? 0 : -1;
     else if (!strcmp(name, "closedir")) { r = closedir(dir); fd = -1; }
+    else if (!strcmp(name, "readdir")) r = readdir(dir) ? 0 : -1;
+    else if (!strcmp(name, "readdir64")) r = readdir64(dir) ? 0 : -1;
+    else if (!strcmp(name, "rewinddir")) rewinddir(dir);
     else if (!strcmp(name, "scandir") || !strcmp(name, "scandir64")) {
         struct dirent **l = NULL;
         struct dirent64 **l64 = NULL;

@@ -116,6 +116,8 @@ for sym in ("close_range", "closefrom", "syscall_close"):
 case("umask", ["umask:077", "creat:{f}", "write:10", "close", "umask:022"], W10)
 case("opendir", ["mkdir:{f}", "opendir:{f}", "closedir"], P(MKDIRS=1, OPENDIRS=1))
 case("fdopendir", ["mkdir:{f}", "open:{f}:r", "fdopendir", "closedir"], P(MKDIRS=1, OPENS=1, OPENDIRS=1))
+case("readdir", ["mkdir:{f}", "opendir:{f}", "readdir", "readdir64", "rewinddir", "readdir", "closedir"],
+     P(MKDIRS=1, OPENDIRS=1))
 for sym in ("scandir", "scandir64"):
     case(sym, ["mkdir:{f}", f"{sym}:{{f}}"], P(MKDIRS=1, OPENDIRS=1))
 

@@ -109,8 +109,7 @@ def test_python_rmtree_and_scandir(tmp_path, mode):
     same_as_plain(tmp_path, mode, ["python3", "-c", prog, "{w}"], setup=deep_tree)
 
 
-@pytest.mark.parametrize("mode", [m if m != "stage" else pytest.param(
-    m, marks=pytest.mark.xfail(strict=True, reason="stage mode: listings omit staged files (issue 11)")) for m in MODES])
+@pytest.mark.parametrize("mode", MODES)
 def test_listing_shows_files_just_written(tmp_path, mode):
     prog = ("import os, sys\n"
             "w = sys.argv[1]\n"
@@ -247,10 +246,7 @@ def copy_tree_setup(work: Path) -> None:
         os.utime(p, ns=(1_600_000_000_000_000_000 + i, 1_600_000_000_000_000_000 + i))
 
 
-STAGE_LISTINGS = pytest.mark.xfail(strict=True, reason="stage mode: listings omit staged files (issue 11)")
-
-
-@pytest.mark.parametrize("mode", [m if m != "stage" else pytest.param(m, marks=STAGE_LISTINGS) for m in MODES])
+@pytest.mark.parametrize("mode", MODES)
 def test_shell_workflow_keeps_bytes_modes_and_times(tmp_path, mode):
     # cp -p (copy_file_range, fchmod, utimensat), tar c/x, mv, rm -r, find:
     # the resulting tree, with modes and modification times, is plain's.
