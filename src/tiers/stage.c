@@ -546,6 +546,12 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
         count_fs(f, POSIX_STATS, t0, 0);
         if (!S_ISREG(sb.st_mode) || !(flags & O_TRUNC) || (flags & O_EXCL))
             return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);   /* update, or the kernel's error */
+        t0 = sluice_now();
+        if (SLUICE_REAL(faccessat)(AT_FDCWD, abs, W_OK, AT_EACCESS) != 0) {   /* may we overwrite it? */
+            count_fs(f, POSIX_STATS, t0, 1);
+            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+        }
+        count_fs(f, POSIX_STATS, t0, 0);
         existed = 1;
         mode = sb.st_mode;
     } else if (errno != ENOENT || !(flags & O_CREAT)) {
@@ -553,10 +559,18 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     } else {
         count_fs(f, POSIX_STATS, t0, 1);
-        /* The directory must exist on the shared file system, as for open(). */
+        /* The directory must exist on the shared file system and take a new
+         * file from us (permissions, a read-only file system), as for
+         * open(): otherwise the kernel's own open answers. */
         if (!dir_state) {
             t0 = sluice_now();
             if (SLUICE_REAL(stat)(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+                count_fs(f, POSIX_STATS, t0, 1);
+                return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+            }
+            count_fs(f, POSIX_STATS, t0, 0);
+            t0 = sluice_now();
+            if (SLUICE_REAL(faccessat)(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
                 count_fs(f, POSIX_STATS, t0, 1);
                 return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
             }
