@@ -168,6 +168,9 @@ struct sluice_tier_ops {
      * slot is asked (the file system's own names come from the kernel). */
     void (*path_list)(const struct sluice_path *dir, void (*emit)(void *ctx, const char *name, ino_t ino),
                       void *ctx);
+    /* 1 when a listing must not show `name`, an entry of the tier's own
+     * making in a program's directory (stage mode's temporary names). */
+    int (*path_hides)(const char *name);
 
     /* ---- streams: the buffer a stream of this mode gets from the C library
      * (glibc's stdio reaches the kernel through calls no wrapper sees; a
@@ -231,8 +234,11 @@ int sluice_tier_path_utimens(const struct sluice_stack *s, int level, const stru
                              const struct timespec times[2], int flags);
 ssize_t sluice_tier_path_xattr(const struct sluice_stack *s, int level, const struct sluice_path *p,
                                const struct sluice_xattr *x);
-/* Every tier's path_list; returns how many tiers of the stack have one. */
+/* Every tier's path_list; returns how many tiers of the stack have one (or
+ * path_hides). */
 int sluice_tier_path_list(const struct sluice_stack *s, const struct sluice_path *dir,
                           void (*emit)(void *ctx, const char *name, ino_t ino), void *ctx);
+/* 1 when some tier of the stack hides `name` from listings. */
+int sluice_tier_path_hides(const struct sluice_stack *s, const char *name);
 
 #endif

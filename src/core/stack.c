@@ -305,9 +305,18 @@ int sluice_tier_path_list(cstack *s, cpath *dir, void (*emit)(void *ctx, const c
 {
     int n = 0;
     for (int level = 0; level < s->depth; level++)
-        if (SLUICE_TIER_HAS(s->tier[level], path_list)) {
-            s->tier[level]->path_list(dir, emit, ctx);
+        if (SLUICE_TIER_HAS(s->tier[level], path_list) || SLUICE_TIER_HAS(s->tier[level], path_hides)) {
+            if (SLUICE_TIER_HAS(s->tier[level], path_list))
+                s->tier[level]->path_list(dir, emit, ctx);
             n++;
         }
     return n;
+}
+
+int sluice_tier_path_hides(cstack *s, const char *name)
+{
+    for (int level = 0; level < s->depth; level++)
+        if (SLUICE_TIER_HAS(s->tier[level], path_hides) && s->tier[level]->path_hides(name))
+            return 1;
+    return 0;
 }

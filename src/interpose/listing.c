@@ -29,6 +29,7 @@
 
 struct listing {
     DIR *dir;
+    const struct sluice_stack *stack;
     char **names;         /* the tiers' names, sorted; NULL once returned or seen */
     ino_t *inos;
     size_t n, next;
@@ -80,8 +81,9 @@ static struct listing *listing_collect(DIR *d, const char *abs)
     struct sluice_path p = {.dirfd = AT_FDCWD, .path = abs, .abs = abs, .fs_rec = NULL};
     struct listing *l;
 
-    if (sluice_tier_path_list(sluice_stack_of(sluice_policy_mode(abs)), &p, collect_name, &c) == 0 || c.n == 0 ||
-        !(l = calloc(1, sizeof *l))) {
+    const struct sluice_stack *stack = sluice_stack_of(sluice_policy_mode(abs));
+
+    if (sluice_tier_path_list(stack, &p, collect_name, &c) == 0 || !(l = calloc(1, sizeof *l))) {
         for (size_t i = 0; i < c.n; i++)
             free(c.names[i]);
         free(c.names);
@@ -89,6 +91,7 @@ static struct listing *listing_collect(DIR *d, const char *abs)
         return NULL;
     }
     l->dir = d;
+    l->stack = stack;
     l->names = c.names;
     l->inos = c.inos;
     l->n = c.n;
@@ -200,7 +203,8 @@ static struct dirent64 *wrap_readdir(DIR *d, struct dirent64 *(*real)(DIR *))
 
     if (!__atomic_load_n(&any_listing, __ATOMIC_RELAXED) || !(l = listing_of(d)))
         return real(d);
-    e = real(d);
+    while ((e = real(d)) != NULL && sluice_tier_path_hides(l->stack, e->d_name))
+        ;
     if (e) {
         listing_seen(l, e->d_name);
         return e;

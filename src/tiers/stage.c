@@ -1198,6 +1198,13 @@ static ssize_t stage_fxattr(struct sluice_file *f, int level, const struct sluic
     return rc ? rc : sluice_tier_fxattr(f, level + 1, x);
 }
 
+/* A publish in flight shows as DIR/.NAME.sluice-ID (publish.c's temporary
+ * name): not the program's file, and gone in a moment. */
+static int stage_path_hides(const char *name)
+{
+    return name[0] == '.' && strstr(name, ".sluice-") != NULL;
+}
+
 /* fchmod of a staged file: the mode it will be published with. */
 static int stage_fchmod(struct sluice_file *f, int level, mode_t mode)
 {
@@ -1246,6 +1253,7 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .path_utimens = stage_tier_path_utimens,
     .path_xattr = stage_tier_path_xattr,
     .path_list = stage_tier_path_list,
+    .path_hides = stage_path_hides,
     .quiesce = stage_quiesce,
     .after_fork_child = stage_after_fork_child,
 };

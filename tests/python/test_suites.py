@@ -33,16 +33,12 @@ SUITES = {
 
 # Tests that pass plain and may fail under a mode, with why. Anything else
 # that passes plain and fails under a mode fails this test.
-LISTING = "stage mode: directory listings omit staged files, so rmtree races the publish (issue 11)"
 OTHER_PROCESS = "stage mode: a process not under sluice (h5ls) sees a staged file only once published (issue 11)"
 KNOWN: dict[tuple[str, str], dict[str, str]] = {
     ("netCDF4", "stage"): {
         "test.test_alignment.AlignmentTestCase.test_setting_alignment": OTHER_PROCESS,
     },
 }
-# rmtree of a directory holding staged files can fail in any test's teardown
-# under stage mode (LISTING): such teardown errors are tolerated there.
-FLAKY_TEARDOWN = {("h5py", "stage"), ("netCDF4", "stage")}
 
 
 def outcomes(junit: Path) -> dict[str, str]:
@@ -99,6 +95,5 @@ def test_suite_passes_under_mode_as_plain(suite, mode, plain_results, tmp_path):
     assert list((tmp_path / f"logs-{mode}").glob("*.sluice")), "no process ran under sluice"
     known = KNOWN.get((suite, mode), {})
     worse = {t: got.get(t, "missing") for t, o in plain.items()
-             if o == "passed" and got.get(t) != "passed" and t not in known
-             and not (got.get(t) == "teardown" and (suite, mode) in FLAKY_TEARDOWN)}
+             if o == "passed" and got.get(t) != "passed" and t not in known}
     assert worse == {}
