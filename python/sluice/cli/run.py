@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -46,6 +48,7 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
         extra["SLUICE_QUIET"] = "1"
     env = sluice_env(dict(os.environ), mode=mode, paths=list(paths or []), log_dir=d, job_id=job,
                      extra=extra)
+    started_ns = time.time_ns()
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as e:
@@ -75,7 +78,37 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
                    f"(sluice report {where})", err=True)
     if rc < 0:
         return 128 - rc
+    if rc == 0 and _unpublished(env, started_ns, quiet):
+        return EXIT_UNPUBLISHED
     return rc
+
+
+# `sluice run`'s own exit status when the program succeeded but some file it
+# wrote could not be published (stage mode): EX_TEMPFAIL, the data is safe
+# on the tier and `sluice drain` finishes it.
+EXIT_UNPUBLISHED = 75
+
+
+def _unpublished(env: dict[str, str], started_ns: int, quiet: bool) -> bool:
+    """Stage mode, not detached: files this run staged that are still on the tier."""
+    if env.get("SLUICE_MODE") != "stage" and "=stage" not in env.get("SLUICE_POLICY", ""):
+        return False
+    if env.get("SLUICE_STAGE_DETACH", "0") == "1":
+        return False
+    from sluice.stage.scan import pending
+    from sluice.stage.tier import UnsafeTier, default_tier, open_tier
+
+    try:
+        tier = open_tier(env.get("SLUICE_TIER") or default_tier())
+    except UnsafeTier:
+        return False
+    host = socket.gethostname()
+    left = [l for l in pending(tier) if l.entry and l.entry.host == host and l.entry.created_ns >= started_ns]
+    if left and not quiet:
+        click.echo(f"sluice: {len(left)} file{'s' if len(left) != 1 else ''} could not be published and "
+                   f"stay{'' if len(left) != 1 else 's'} on the tier {tier.root} (sluice drain publishes "
+                   f"{'them' if len(left) != 1 else 'it'}); exit status {EXIT_UNPUBLISHED}", err=True)
+    return bool(left)
 
 
 def _log_prefix(job: str) -> str:
