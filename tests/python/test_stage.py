@@ -148,8 +148,8 @@ def test_detach_then_drain(target, tier, logdir):
 @pytest.mark.parametrize("seed", range(6))
 def test_sigkill_then_recover_loses_nothing(target, tier, logdir, seed):
     """Kill the writer at a random point: every byte it reported written is
-    published by `sluice recover`, and before that no partial file has its
-    final name."""
+    kept by `sluice recover`, and no file that was open at the kill ever has
+    its final name (it is kept as NAME.sluice-incomplete)."""
     rnd = random.Random(seed)
     f = target / "ckpt.dat"
     env = python_env()
@@ -171,13 +171,15 @@ def test_sigkill_then_recover_loses_nothing(target, tier, logdir, seed):
     p.wait()
     assert not f.exists()   # killed before close: nothing under the final name
     sluice("recover", str(tier))
-    data = f.read_bytes()
+    kept = target / "ckpt.dat.sluice-incomplete"
+    assert not f.exists()
+    data = kept.read_bytes()
     assert len(data) >= reported
     full = record_bytes(400, 16384)
     assert data == full[:len(data)]
     assert tier_entries(tier) == []
     sluice("recover", str(tier))   # idempotent
-    assert f.read_bytes() == data
+    assert kept.read_bytes() == data and not f.exists()
 
 
 def test_reader_never_sees_a_partial_file(target, tier, logdir):

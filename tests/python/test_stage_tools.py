@@ -81,7 +81,8 @@ def assert_published(path: Path, data: bytes, mode: int = 0o640) -> None:
     st = path.stat()
     assert stat.S_IMODE(st.st_mode) == mode
     assert st.st_mtime_ns == MTIME_NS
-    assert not [p for p in path.parent.iterdir() if ".sluice-" in p.name], "a temporary file was left"
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".") and ".sluice-" in p.name], \
+        "a temporary file was left"
 
 
 def assert_gone(tier: Tier, e: Entry) -> None:
@@ -214,10 +215,15 @@ def test_recover_twice_is_a_no_op_the_second_time(tier, shared):
     assert_gone(tier, e)
 
 
-def test_open_entry_of_a_dead_process_is_published(tier, shared):
+def test_open_entry_of_a_dead_process_is_kept_under_an_incomplete_name(tier, shared):
+    # Killed while writing: perhaps cut short, so never under its own name
+    # (an older complete version there stays); kept beside it, said so.
+    (shared / "partial").write_bytes(b"yesterday's complete version")
     stage(tier, shared / "partial", b"what was written before the kill", state="open", mode=0o644)
-    run_sluice("recover", "--tier", str(tier.root))
-    assert_published(shared / "partial", b"what was written before the kill", 0o644)
+    cp = run_sluice("recover", "--tier", str(tier.root))
+    assert (shared / "partial").read_bytes() == b"yesterday's complete version"
+    assert_published(shared / "partial.sluice-incomplete", b"what was written before the kill", 0o644)
+    assert "1 incomplete (kept as NAME.sluice-incomplete)" in cp.stdout
 
 
 def test_published_entry_left_by_a_crash_is_finished(tier, shared):

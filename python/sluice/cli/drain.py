@@ -29,6 +29,9 @@ def run(tier_dir: Path | None = None, jobs: int = 4, force: bool = False) -> int
 def _report(tier: Tier, o: Outcome) -> None:
     if o.result == pub.PUBLISHED:
         click.echo(f"published {o.path} ({human_bytes(o.bytes)})")
+    elif o.result == pub.INCOMPLETE:
+        click.echo(f"sluice: kept {o.path} ({human_bytes(o.bytes)}): its process died while writing it, "
+                   "so it does not take its own name", err=True)
     elif o.result == pub.FAILED:
         click.echo(f"sluice: not published: {o.path}: {o.detail}; data kept in {tier.data(o.id)}", err=True)
     elif o.result == pub.CORRUPT:
@@ -42,6 +45,7 @@ def summary(tier: Tier, outcomes: list[Outcome]) -> str:
     published = [o for o in outcomes if o.result == pub.PUBLISHED]
     counts = [
         (len(published), f"published ({human_bytes(sum(o.bytes for o in published))})"),
+        (_count(outcomes, pub.INCOMPLETE), f"incomplete (kept as NAME{pub.INCOMPLETE_SUFFIX})"),
         (_count(outcomes, pub.FINISHED), "already published, cleaned up"),
         (_count(outcomes, pub.RUNNING), "left to their running processes"),
         (_count(outcomes, pub.IN_USE), "in use by another process"),

@@ -43,6 +43,8 @@ RUNNING = "running"      # its process runs here and will publish it (no --force
 GONE = "gone"            # the entry disappeared (published by someone else)
 FAILED = "failed"        # the shared file system refused; error recorded in the entry
 CORRUPT = "corrupt"      # the entry does not parse; left alone, data kept
+INCOMPLETE = "incomplete"  # still open when its process died: kept under NAME.sluice-incomplete, never NAME
+INCOMPLETE_SUFFIX = ".sluice-incomplete"
 PROBLEMS = (FAILED, CORRUPT)
 
 
@@ -182,19 +184,24 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
         return Outcome(entry_id, FINISHED, entry.path)
     if _left_to_its_process(entry, force):
         return Outcome(entry_id, RUNNING, entry.path)
+    # A file its process never closed (killed while writing it) may be cut
+    # short: it never takes its final name, where an older complete version
+    # may stand; it is kept beside it under a name that says so.
+    target = entry.path if entry.state == "closed" else entry.path + INCOMPLETE_SUFFIX
     try:
-        nbytes = copy_to_final(tier, entry)
+        nbytes = copy_to_final(tier, entry, target)
     except NotRegular as e:
         return Outcome(entry_id, CORRUPT, entry.path, detail=e.strerror)
     except OSError as e:
         _record_failure(tier, entry, error_text(e))
         return Outcome(entry_id, FAILED, entry.path, detail=error_text(e))
     _mark_published(tier, entry)
-    return Outcome(entry_id, PUBLISHED, entry.path, nbytes)
+    return Outcome(entry_id, PUBLISHED if target == entry.path else INCOMPLETE, target, nbytes)
 
 
-def copy_to_final(tier: Tier, entry: Entry) -> int:
-    """Steps 3 and 4: the data under a temporary name, then renamed to the final path."""
+def copy_to_final(tier: Tier, entry: Entry, target: str | None = None) -> int:
+    """Steps 3 and 4: the data under a temporary name, then renamed to the
+    final path (or `target`)."""
     src = open_regular(tier.data(entry.id))
     try:
         times = os.fstat(src)
@@ -208,7 +215,7 @@ def copy_to_final(tier: Tier, entry: Entry) -> int:
             os.utime(dst, ns=(times.st_atime_ns, times.st_mtime_ns))
             os.close(dst)
             dst = -1
-            os.rename(tmp, entry.path)
+            os.rename(tmp, target or entry.path)
         except BaseException:
             if dst >= 0:
                 os.close(dst)
