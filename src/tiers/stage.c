@@ -42,7 +42,6 @@
 /* One staged file, owned by this process while it is in the table. */
 struct staged {
     struct journal_entry e;
-    int lockfd;                   /* locks/ID, flock'ed: no other drainer touches it */
     int opens;                    /* descriptions open on it */
     int draining;                 /* a drainer is publishing it */
     int failed;                   /* the last publish failed (reported once) */
@@ -66,6 +65,7 @@ struct stage_desc {
 static struct {
     int usable;
     int ddir, jdir, ldir;
+    int ownerfd;             /* locks/HOST-PID, flock'ed while this process may own entries; -1: not yet */
     char tier[4096];
     char host[64];
     unsigned long seq;
@@ -206,12 +206,51 @@ static void precopy_note_write(struct staged *s, int64_t off)
     pthread_mutex_unlock(&st.lock);
 }
 
+/* locks/HOST-PID: one flock per process says its entries are its own (the
+ * tools leave them alone while it lives; a killed process's lock goes with
+ * it). One descriptor per process, taken at its first staged file. */
+static void owner_name(char *out, size_t len)
+{
+    snprintf(out, len, "%s-%ld", st.host, (long)getpid());
+}
+
+static int owner_lock_locked(void)
+{
+    char name[128];
+    int fd;
+
+    if (st.ownerfd >= 0)
+        return 0;
+    owner_name(name, sizeof name);
+    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd < 0)
+        return -errno;
+    if (SLUICE_REAL(flock)(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = -errno;
+        sluice_privfd_close(fd);
+        return err;
+    }
+    st.ownerfd = fd;
+    return 0;
+}
+
+/* Nothing of ours is left on the tier: the lock file goes too. */
+static void owner_lock_drop_locked(void)
+{
+    char name[128];
+
+    if (st.ownerfd < 0 || st.count != 0)
+        return;
+    owner_name(name, sizeof name);
+    (void)SLUICE_REAL(unlinkat)(st.ldir, name, 0);
+    sluice_privfd_close(st.ownerfd);
+    st.ownerfd = -1;
+}
+
 static void forget_locked(struct staged *s)
 {
     precopy_drop_locked(s);
     unlink_locked(s);
-    (void)SLUICE_REAL(unlinkat)(st.ldir, s->e.id, 0);
-    sluice_privfd_close(s->lockfd);   /* releases the lock */
     free(s);
     pthread_cond_broadcast(&st.done);
 }
@@ -237,6 +276,7 @@ static int stage_init(void)
     st.ddir = sluice_privfd_keep(st.ddir);
     st.jdir = sluice_privfd_keep(st.jdir);
     st.ldir = sluice_privfd_keep(st.ldir);
+    st.ownerfd = -1;
     if (gethostname(st.host, sizeof st.host - 1) != 0)
         strcpy(st.host, "host");
     for (char *p = st.host; *p; p++)
@@ -465,15 +505,8 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
         free(s);
         return err;
     }
-    s->lockfd = sluice_privfd_keep(
-        SLUICE_REAL(openat)(st.ldir, s->e.id, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (s->lockfd < 0 || SLUICE_REAL(flock)(s->lockfd, LOCK_EX | LOCK_NB) != 0 ||
-        (err = journal_write(st.jdir, &s->e)) != 0) {
+    if (owner_lock_locked() != 0 || (err = journal_write(st.jdir, &s->e)) != 0) {
         err = -EIO;
-        if (s->lockfd >= 0) {
-            (void)SLUICE_REAL(unlinkat)(st.ldir, s->e.id, 0);
-            sluice_privfd_close(s->lockfd);
-        }
         SLUICE_REAL(close)(fd);
         SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
         free(s);
@@ -842,6 +875,7 @@ static int stage_quiesce(unsigned why)
         return 0;
     pthread_mutex_lock(&st.lock);
     if (st.count == 0 || sluice_cfg.stage_detach) {
+        owner_lock_drop_locked();   /* (kept while detached entries remain) */
         pthread_mutex_unlock(&st.lock);
         return 0;
     }
@@ -879,13 +913,20 @@ static int stage_quiesce(unsigned why)
         }
         pthread_cond_timedwait(&st.done, &st.lock, &ts);
     }
+    owner_lock_drop_locked();
     pthread_mutex_unlock(&st.lock);
     return 0;
 }
 
 static void stage_after_fork_child(void)
 {
-    /* The parent's staged files stay the parent's: forget them here. */
+    /* The parent's staged files stay the parent's: forget them here, and
+     * its ownership lock with them (closing our copy leaves the parent's
+     * lock in place; the child takes its own at its first staged file). */
+    if (st.ownerfd >= 0) {
+        sluice_privfd_close(st.ownerfd);
+        st.ownerfd = -1;
+    }
     pthread_mutex_init(&st.lock, NULL);
     pthread_cond_init(&st.work, NULL);
     pthread_cond_init(&st.done, NULL);

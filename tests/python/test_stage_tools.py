@@ -293,7 +293,8 @@ def test_corrupt_entry_is_reported_and_its_data_kept(tier, shared, damage):
 @pytest.mark.parametrize("locked", ["journal", "owner"])
 def test_entry_locked_by_a_live_holder_is_skipped(tier, shared, locked):
     e = stage(tier, shared / "busy", b"in use")
-    fd = os.open(tier.journal(e.id) if locked == "journal" else tier.lock(e.id), os.O_RDONLY | os.O_CREAT, 0o600)
+    fd = os.open(tier.journal(e.id) if locked == "journal" else tier.lock(e.id.rsplit("-", 1)[0]),
+                 os.O_RDONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         cp = run_sluice("drain", *tier_args(tier))
@@ -483,7 +484,8 @@ def test_names_that_are_not_regular_files_are_refused_in_one_line(tier, shared, 
     # recover` must not hang); a symbolic link is never followed.
     e = stage(tier, shared / "odd", b"bytes")
     kind, where = what.split("-")
-    target = {"data": tier.data(e.id), "journal": tier.journal(e.id), "lock": tier.lock(e.id)}[where]
+    target = {"data": tier.data(e.id), "journal": tier.journal(e.id),
+              "lock": tier.lock(e.id.rsplit("-", 1)[0])}[where]
     target.unlink(missing_ok=True)
     if kind == "fifo":
         os.mkfifo(target, 0o600)

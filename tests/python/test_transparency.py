@@ -342,3 +342,16 @@ def test_creating_on_a_read_only_file_system_fails_at_once(tmp_path, read_only_d
     args = mode_args(mode, tmp_path, read_only_dir)
     cp = sluice(*args, "--", sys.executable, "-c", prog, str(read_only_dir))
     assert cp.stdout.strip() == "error 30" and not (read_only_dir / "new").exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_thousand_open_files_under_ulimit_1024(tmp_path, mode):
+    # One descriptor per open file, as plain: no EMFILE a plain run would not get.
+    prog = ("import os, resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))\n"
+            "fds = [os.open(f'{sys.argv[1]}/f{i}', os.O_CREAT | os.O_WRONLY, 0o644) for i in range(1000)]\n"
+            "for i, fd in enumerate(fds): os.write(fd, str(i).encode())\n"
+            "for fd in fds: os.close(fd)\n"
+            "print(len(fds), sum(1 for n in os.listdir(sys.argv[1])))\n")
+    cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
+    assert cp.stdout.strip() == "1000 1000"

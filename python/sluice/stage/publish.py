@@ -1,13 +1,13 @@
 """Publishing staged files: the steps of docs/stage.md, as `sluice drain` and `recover` run them.
 
-1. flock(locks/ID) (the library holds it while the file is its own) and
+1. flock(locks/HOST-PID) (the library holds it while its process lives) and
    flock(journal/ID), LOCK_EX|LOCK_NB; either held elsewhere: skip.
 2. Re-read the entry under the lock; gone: stop; published: finish removing it.
 3. Copy data/ID to DIR/.NAME.sluice-ID (O_CREAT|O_EXCL, 0600, stale one
    removed first) in 4 MiB writes, fsync, fchmod(mode), the data file's
    access and modification times, close.
 4. rename to the final path.
-5. Rewrite the entry state=published, unlink data/ID, journal/ID, locks/ID.
+5. Rewrite the entry state=published, unlink data/ID and journal/ID.
 
 On failure the temporary file is removed, the entry stays (becomes)
 ``closed`` with ``error=ENAME: strerror`` and the data stays on the tier.
@@ -126,14 +126,19 @@ class _Locks:
             os.close(self.owner_fd)
 
 
+def owner_of(entry_id: str) -> str:
+    """HOST-PID of an entry id HOST-PID-SEQ: the name of its owner's lock."""
+    return entry_id.rsplit("-", 1)[0]
+
+
 def _lock(tier: Tier, entry_id: str) -> _Locks | None:
     """The entry's locks, or None if the entry is gone.
 
-    locks/ID (which the library holds while it owns the staged file) and
+    locks/HOST-PID (which the library holds while its process lives) and
     journal/ID (docs/stage.md, step 1) are both locked, in that order. A
     missing lock file (its owner finished or died before making it) is not.
     """
-    owner_fd = _lock_file(tier.lock(entry_id))
+    owner_fd = _lock_file(tier.lock(owner_of(entry_id)))
     try:
         journal_fd = _lock_file(tier.journal(entry_id))
     except BaseException:
@@ -246,7 +251,6 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
         # Published already; without a `published` entry, never leave an entry without its data.
         _unlink_quietly(tier.journal(entry.id))
         _unlink_quietly(tier.data(entry.id))
-        _unlink_quietly(tier.lock(entry.id))
         return
     try:
         _remove_published(tier, entry.id)
@@ -258,7 +262,6 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
 def _remove_published(tier: Tier, entry_id: str) -> None:
     _unlink_quietly(tier.data(entry_id))
     _unlink_quietly(tier.journal(entry_id))
-    _unlink_quietly(tier.lock(entry_id))
 
 
 def _record_failure(tier: Tier, entry: Entry, error: str) -> None:

@@ -51,10 +51,10 @@ class Tier:
     def locks_dir(self) -> Path:
         return self.root / "locks"
 
-    def lock(self, entry_id: str) -> Path:
-        """locks/ID: flocked by the process that owns entry ID (never the
-        data file, which the program may lock itself)."""
-        return self.locks_dir / entry_id
+    def lock(self, owner: str) -> Path:
+        """locks/HOST-PID: flocked by that process while it lives (its entries
+        are its own); never the data file, which the program may lock itself."""
+        return self.locks_dir / owner
 
     def data(self, entry_id: str) -> Path:
         return self.data_dir / entry_id
