@@ -69,6 +69,9 @@ enum sluice_tier_caps {
     SLUICE_TIER_OWNS_POSITION = 1u << 3,  /* keeps the file position itself (in f->pos): it receives
                                              SLUICE_OFF_CURRENT and moves f->pos; the kernel's position
                                              is made right again at quiesce */
+    SLUICE_TIER_NODE_PRIVATE = 1u << 5,   /* keeps a file's bytes where only this node sees them: never
+                                             used for files shared between processes by design (opened
+                                             through MPI-IO), which take the profile stack */
     SLUICE_TIER_OPENS_STREAMS = 1u << 4,  /* a stream's file is opened through the stack too (fopen is
                                              open + fdopen): the tier decides where the bytes live */
 };

@@ -203,6 +203,29 @@ static int modes_are_pass_through(void)
     return 1;
 }
 
+/* Opens made while a shared file is being opened (MPI_File_open: every
+ * rank, maybe on other nodes, opens the same file). */
+static __thread int shared_opens;
+
+void sluice_shared_open_begin(void)
+{
+    shared_opens++;
+}
+
+void sluice_shared_open_end(void)
+{
+    shared_opens--;
+}
+
+/* The stack a file of `mode` gets: a shared file never goes to a tier that
+ * keeps it private to this node. */
+static enum sluice_mode open_mode(enum sluice_mode mode)
+{
+    if (shared_opens > 0 && (sluice_stack_caps(mode) & SLUICE_TIER_NODE_PRIVATE))
+        return SLUICE_MODE_PROFILE;
+    return mode;
+}
+
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     char abs[PATH_MAX];
@@ -224,7 +247,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         !sluice_policy_records(abs) ||
         (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL ||
         (f = file_alloc()) == NULL ||
-        sluice_stack_build(f, sluice_policy_mode(abs)) != 0) {
+        sluice_stack_build(f, open_mode(sluice_policy_mode(abs))) != 0) {
         if (f)
             sluice_file_put(f);
         fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);

@@ -65,6 +65,11 @@ void sluice_fd_forget(int fd);
 
 /* ---- operations: return what the system call returns, as value or -errno ---- */
 
+/* Around opens of a file shared between processes by design (inside
+ * MPI_File_open): no tier that keeps files private to a node takes them. */
+void sluice_shared_open_begin(void);
+void sluice_shared_open_end(void);
+
 /* Open (dirfd, path) when the policy records it, else plain openat. */
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode);
 

@@ -37,6 +37,7 @@
 #include "common/pathnorm.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/file.h"
 #include "core/policy.h"
 #include "core/record.h"
 #include "interpose/interpose.h"
@@ -436,10 +437,17 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
     uint64_t t0;
     int rc, nprocs = 1;
 
-    if (!sluice_active() || !filename || sluice_pmpi_load() != 0 || (rec = record_for(filename)) == NULL)
-        return NEXT(File_open)(comm, filename, amode, info, fh);
+    if (!sluice_active() || !filename || sluice_pmpi_load() != 0 || (rec = record_for(filename)) == NULL) {
+        sluice_shared_open_begin();
+        rc = NEXT(File_open)(comm, filename, amode, info, fh);
+        sluice_shared_open_end();
+        return rc;
+    }
     t0 = sluice_now();
+    /* every rank opens this file: it is never staged privately on a node */
+    sluice_shared_open_begin();
     rc = NEXT(File_open)(comm, filename, amode, info, fh);
+    sluice_shared_open_end();
     SLUICE_PMPI(Comm_size)(comm, &nprocs);
     if (rc != MPI_SUCCESS) {
         sluice_count_error(rec, SLUICE_SIDES_BOTH);

@@ -76,3 +76,20 @@ def test_byte_identical_and_fewer_writes(tmp_path, case):
     assert entries["acb"]["fs"]["MPIIO_ACB_FLUSHES"] >= 1
     assert acb_mpiio < prof_mpiio, (acb_mpiio, prof_mpiio)
     assert acb_posix < prof_posix, (acb_posix, prof_posix)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_parallel_netcdf_under_stage_mode_is_byte_identical(tmp_path, case):
+    # Every rank opens the file through MPI-IO: stage mode leaves it on the
+    # shared file system (it hung before); the file is plain's, byte for byte.
+    prog, extra = CASES[case]
+    exe = _program(prog)
+    plain = tmp_path / "plain.nc"
+    env = python_env()
+    env.update(MPI_ENV)
+    subprocess.run([*MPIRUN, str(exe), str(plain), *extra], env=env, check=True, capture_output=True, timeout=300)
+    d = tmp_path / "stage"
+    d.mkdir()
+    sluice("run", "-q", "--mode", "stage", "--tier", str(tmp_path / "tier"), "--log-dir", str(tmp_path / "logs"),
+           "--path", str(d), "--", *MPIRUN, str(exe), str(d / "out.nc"), *extra, env=MPI_ENV, timeout=300)
+    assert (d / "out.nc").read_bytes() == plain.read_bytes()

@@ -99,3 +99,23 @@ def test_mpiio_report_text(workdir, logdir, mode):
     run_known(workdir, logdir, mode)
     out = sluice("report", str(logdir)).stdout
     assert "MPI-IO" in out
+
+
+def test_mpiio_shared_file_under_stage_mode(tmp_path):
+    # Every rank opens the same file: it is never staged on one node's tier
+    # (4 ranks with MPI_MODE_CREATE hung before); the bytes are plain's.
+    outs = {}
+    for mode in ("plain", "stage"):
+        work = tmp_path / mode
+        work.mkdir()
+        cmd = [*MPIRUN, bin_path("mpiio_known"), str(work)]
+        if mode == "plain":
+            import os
+            import subprocess
+            subprocess.run(cmd, env={**os.environ, **MPI_ENV}, check=True, timeout=120, capture_output=True)
+        else:
+            sluice("run", "--mode", "stage", "--tier", str(tmp_path / "tier"), "--log-dir", str(tmp_path / "logs"),
+                   "--path", str(work), "--", *cmd, env=MPI_ENV, timeout=120)
+        outs[mode] = (work / "known.dat").read_bytes()
+    assert outs["stage"] == outs["plain"] and len(outs["plain"]) > 0
+    assert not list((tmp_path / "tier" / "journal").iterdir())
