@@ -175,7 +175,7 @@ static void precopy_drop_locked(struct staged *s)
     if (s->pre_fd >= 0) {
         sluice_privfd_close(s->pre_fd);
         SLUICE_REAL(unlink)(s->pre_tmp);
-        s->pre_fd = -1;
+        __atomic_store_n(&s->pre_fd, -1, __ATOMIC_RELAXED);
     }
 }
 
@@ -327,14 +327,16 @@ static void precopy_step_locked(struct staged *s)
     struct stat sb;
     int src;
 
-    s->precopying = 1;
+    /* (precopying and pre_fd are read without the lock by precopy_note_write) */
+    __atomic_store_n(&s->precopying, 1, __ATOMIC_RELAXED);
     if (s->pre_fd < 0) {
         s->dirty_low = INT64_MAX;
         s->pre_done = 0;
-        s->pre_fd = publish_begin(&s->e, s->rec, s->pre_tmp, sizeof s->pre_tmp, why, sizeof why);
+        __atomic_store_n(&s->pre_fd, publish_begin(&s->e, s->rec, s->pre_tmp, sizeof s->pre_tmp, why, sizeof why),
+                         __ATOMIC_RELAXED);
         if (s->pre_fd < 0) {
-            s->pre_fd = -1;
-            s->precopying = 0;
+            __atomic_store_n(&s->pre_fd, -1, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->precopying, 0, __ATOMIC_RELAXED);
             s->pre_done = INT64_MAX / 2;   /* no early copy for this file */
             return;
         }
@@ -343,17 +345,17 @@ static void precopy_step_locked(struct staged *s)
     struct journal_entry e = s->e;
     int dst = s->pre_fd;
     pthread_mutex_unlock(&st.lock);
-    src = SLUICE_REAL(openat)(st.ddir, e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    src = sluice_privfd_keep(SLUICE_REAL(openat)(st.ddir, e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
     int ok = src >= 0 && SLUICE_REAL(fstat)(src, &sb) == 0 &&
              publish_copy_range(src, dst, from, sb.st_size, (size_t)sluice_cfg.buffer_size, s->rec) == 0;
     if (src >= 0)
-        SLUICE_REAL(close)(src);
+        sluice_privfd_close(src);
     pthread_mutex_lock(&st.lock);
     if (ok)
         s->pre_done = sb.st_size;
     else
         precopy_drop_locked(s);   /* the publish at close does it all */
-    s->precopying = 0;
+    __atomic_store_n(&s->precopying, 0, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&st.done);
 }
 
@@ -413,7 +415,7 @@ static void *drainer_main(void *arg)
         int64_t from = s->pre_done < s->dirty_low ? s->pre_done : s->dirty_low;
         char tmp[sizeof s->pre_tmp];
         snprintf(tmp, sizeof tmp, "%s", s->pre_tmp);
-        s->pre_fd = -1;
+        __atomic_store_n(&s->pre_fd, -1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&st.lock);
         int rc = pre_fd >= 0 ? publish_complete(st.ddir, &e, pre_fd, tmp, from, (size_t)sluice_cfg.buffer_size, s->rec,
                                                 why, sizeof why)
