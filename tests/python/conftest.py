@@ -126,13 +126,24 @@ def target(request, tmp_path: Path):
     shutil.rmtree(d, ignore_errors=True)
 
 
+def mounted_tmpfs(tmp_path: Path, name: str, options: str):
+    """A tmpfs mounted at tmp_path/name with `options` for one test (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    d = tmp_path / name
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(d)], check=True)
+    yield d
+    subprocess.run(["umount", "-l", str(d)])
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 1 MiB tmpfs: a file system that fills up."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    d = tmp_path / "small"
-    d.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
-    yield d
-    subprocess.run(["umount", "-l", str(d)])
+    yield from mounted_tmpfs(tmp_path, "small", "size=1m")
+
+
+@pytest.fixture
+def read_only_fs(tmp_path):
+    """A read-only file system."""
+    yield from mounted_tmpfs(tmp_path, "ro", "ro,size=1m")

@@ -44,16 +44,20 @@ def _ncdump(path: Path) -> str:
     return out.split("\n", 1)[1]
 
 
+def _run_plain(exe: Path, out: Path, extra: list[str]) -> Path:
+    env = python_env()
+    env.update(MPI_ENV)
+    subprocess.run([*MPIRUN, str(exe), str(out), *extra], env=env, check=True, capture_output=True, timeout=300)
+    return out
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_byte_identical_and_fewer_writes(tmp_path, case):
     if not shutil.which("ncdump"):
         pytest.skip("ncdump (netcdf-bin) is not installed")
     prog, extra = CASES[case]
     exe = _program(prog)
-    plain = tmp_path / "plain.nc"
-    env = python_env()
-    env.update(MPI_ENV)
-    subprocess.run([*MPIRUN, str(exe), str(plain), *extra], env=env, check=True, capture_output=True, timeout=300)
+    plain = _run_plain(exe, tmp_path / "plain.nc", extra)
 
     entries = {}
     for mode in ("profile", "acb"):
@@ -84,10 +88,7 @@ def test_parallel_netcdf_under_stage_mode_is_byte_identical(tmp_path, case):
     # shared file system (it hung before); the file is plain's, byte for byte.
     prog, extra = CASES[case]
     exe = _program(prog)
-    plain = tmp_path / "plain.nc"
-    env = python_env()
-    env.update(MPI_ENV)
-    subprocess.run([*MPIRUN, str(exe), str(plain), *extra], env=env, check=True, capture_output=True, timeout=300)
+    plain = _run_plain(exe, tmp_path / "plain.nc", extra)
     d = tmp_path / "stage"
     d.mkdir()
     sluice("run", "-q", "--mode", "stage", "--tier", str(tmp_path / "tier"), "--log-dir", str(tmp_path / "logs"),
