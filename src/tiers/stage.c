@@ -857,6 +857,38 @@ static int64_t pending_bytes_locked(int *files)
     return bytes;
 }
 
+/* Before a fork: every closed staged file reaches the shared file system,
+ * so that the child, which does not know our staged files, opens the real
+ * file (a parent lays a file out, its child writes it: fio's pattern).
+ * Files still open stay staged: the child writes them through the
+ * descriptors it inherits. */
+static void publish_closed_locked(void)
+{
+    char why[512];
+
+    for (int again = 1; again;) {
+        again = 0;
+        for (int b = 0; b < STAGE_BUCKETS && !again; b++)
+            for (struct staged *s = st.buckets[b]; s && !again; s = s->next) {
+                if (s->opens || s->e.state != JOURNAL_CLOSED || s->failed)
+                    continue;
+                again = 1;
+                if (s->draining || s->precopying) {
+                    pthread_cond_wait(&st.done, &st.lock);
+                    break;
+                }
+                precopy_drop_locked(s);
+                if (publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why) == 0) {
+                    publish_finish(st.ddir, st.jdir, &s->e);
+                    dir_note_published_locked(s->e.path);
+                    forget_locked(s);
+                } else {
+                    s->failed = 1;   /* the drainers report it; the child sees the old file, or none */
+                }
+            }
+    }
+}
+
 static int stage_quiesce(unsigned why)
 {
     int64_t start = journal_now_ns();
@@ -871,6 +903,7 @@ static int stage_quiesce(unsigned why)
         for (int b = 0; b < STAGE_BUCKETS; b++)
             for (struct staged *s = st.buckets[b]; s; s = s->next)
                 s->dirty_low = 0;
+        publish_closed_locked();
         pthread_mutex_unlock(&st.lock);
     }
     if (!st.usable || (why & (SLUICE_QUIESCE_FORK | SLUICE_QUIESCE_SIGNAL)))

@@ -344,3 +344,20 @@ def test_a_thousand_open_files_under_ulimit_1024(tmp_path, mode):
             "print(len(fds), sum(1 for n in os.listdir(sys.argv[1])))\n")
     cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
     assert cp.stdout.strip() == "1000 1000"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forked_child_writes_the_file_its_parent_laid_out(tmp_path, mode):
+    # fio's pattern: the parent creates and fills a file, closes it, forks;
+    # the child opens it for update and writes; nothing the child wrote is
+    # lost to a stale copy of the parent's.
+    prog = ("import os, sys\n"
+            "p = sys.argv[1] + '/job'\n"
+            "with open(p, 'wb') as f: f.write(bytes(8192))\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    fd = os.open(p, os.O_RDWR); os.pwrite(fd, b'child' * 100, 1000); os.close(fd); os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "data = open(p, 'rb').read(); print(len(data), data[1000:1010], data.count(b'child'))\n")
+    cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
+    assert cp.stdout.strip() == "8192 b'childchild' 100"

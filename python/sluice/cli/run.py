@@ -49,23 +49,33 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     env = sluice_env(dict(os.environ), mode=mode, paths=list(paths or []), log_dir=d, job_id=job,
                      extra=extra)
     started_ns = time.time_ns()
-    try:
-        proc = subprocess.Popen(cmd, env=env)
-    except OSError as e:
-        click.echo(f"sluice: error: cannot run {cmd[0]}: {e.strerror}", err=True)
-        return 126 if isinstance(e, PermissionError) else 127
-
     # The child gets the terminal's signals itself; these reach it when they
     # are sent to sluice alone (a batch system signalling the job step).
+    # Installed before the child starts: a signal sent as soon as the
+    # program is up must not end sluice instead; one that comes before the
+    # child exists is delivered to it once it does.
+    child: list[subprocess.Popen] = []
+    early: list[int] = []
+
     def forward(signum: int, _frame: object) -> None:
+        if not child:
+            early.append(signum)
+            return
         try:
-            proc.send_signal(signum)
+            child[0].send_signal(signum)
         except ProcessLookupError:
             pass
 
     old = {s: signal.signal(s, forward) for s in _FORWARDED}
     try:
-        rc = proc.wait()
+        try:
+            child.append(subprocess.Popen(cmd, env=env))
+        except OSError as e:
+            click.echo(f"sluice: error: cannot run {cmd[0]}: {e.strerror}", err=True)
+            return 126 if isinstance(e, PermissionError) else 127
+        for signum in early:
+            forward(signum, None)
+        rc = child[0].wait()
     finally:
         for s, h in old.items():
             signal.signal(s, h)
