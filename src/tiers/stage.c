@@ -866,27 +866,24 @@ static void publish_closed_locked(void)
 {
     char why[512];
 
-    for (int again = 1; again;) {
-        again = 0;
-        for (int b = 0; b < STAGE_BUCKETS && !again; b++)
-            for (struct staged *s = st.buckets[b]; s && !again; s = s->next) {
-                if (s->opens || s->e.state != JOURNAL_CLOSED || s->failed)
-                    continue;
-                again = 1;
-                if (s->draining || s->precopying) {
-                    pthread_cond_wait(&st.done, &st.lock);
-                    break;
-                }
-                precopy_drop_locked(s);
-                if (publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why) == 0) {
-                    publish_finish(st.ddir, st.jdir, &s->e);
-                    dir_note_published_locked(s->e.path);
-                    forget_locked(s);
-                } else {
-                    s->failed = 1;   /* the drainers report it; the child sees the old file, or none */
-                }
+rescan:
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next) {
+            if (s->opens || s->e.state != JOURNAL_CLOSED || s->failed)
+                continue;
+            if (s->draining || s->precopying) {
+                pthread_cond_wait(&st.done, &st.lock);
+                goto rescan;   /* the table may have changed */
             }
-    }
+            precopy_drop_locked(s);
+            if (publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why) == 0) {
+                publish_finish(st.ddir, st.jdir, &s->e);
+                dir_note_published_locked(s->e.path);
+                forget_locked(s);   /* s is freed: scan again */
+                goto rescan;
+            }
+            s->failed = 1;   /* the drainers report it; the child sees the old file, or none */
+        }
 }
 
 static int stage_quiesce(unsigned why)
