@@ -141,6 +141,21 @@ static void s_syscall_close(void)
     expect_file("a", "hello");
 }
 
+/* dup2 over the only descriptor of a file just written closes it: every
+ * byte written before is in the file. */
+static void s_dup2_over(void)
+{
+    int fd = create("a");
+    put(fd, "written before dup2");
+    int null = open("/dev/null", O_WRONLY);
+    CHECK(null >= 0);
+    CHECK(dup2(null, fd) == fd);
+    CHECK(close(null) == 0);
+    put(fd, "to /dev/null");
+    CHECK(close(fd) == 0);
+    expect_file("a", "written before dup2");
+}
+
 /* A dup keeps the file open after the stream closed the original. */
 static void s_fclose_fdopen(void)
 {
@@ -238,6 +253,7 @@ int main(int argc, char **argv)
     else if (!strcmp(scenario, "closefrom")) s_closefrom();
     else if (!strcmp(scenario, "syscall_close")) s_syscall_close();
     else if (!strcmp(scenario, "fclose_fdopen")) s_fclose_fdopen();
+    else if (!strcmp(scenario, "dup2_over")) s_dup2_over();
     else if (!strcmp(scenario, "opendir_reuse")) s_opendir_reuse();
     else if (!strcmp(scenario, "spawn")) s_spawn();
     else if (!strcmp(scenario, "cloexec")) s_cloexec(argv[0]);

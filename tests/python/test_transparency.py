@@ -71,8 +71,8 @@ def same_as_plain(tmp_path: Path, mode: str, argv: list[str], setup=None) -> sub
     return cp
 
 
-FD_SCENARIOS = ["fdopendir", "close_range", "closefrom", "syscall_close", "fclose_fdopen", "opendir_reuse",
-                "spawn", "cloexec"]
+FD_SCENARIOS = ["fdopendir", "close_range", "closefrom", "syscall_close", "fclose_fdopen", "dup2_over",
+                "opendir_reuse", "spawn", "cloexec"]
 
 
 @pytest.mark.parametrize("mode", MODES)
