@@ -792,9 +792,7 @@ SLUICE_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, in
 
 SLUICE_EXPORT int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
 {
-    /* utimensat(fd, NULL, ...) is futimens(fd, ...) */
-    if (!path)
-        return futimens(dirfd, times);
+    /* (a NULL path: the C library's own EINVAL, from the real call) */
     PATH_CALL(dirfd, path, POSIX_UTIMES, SLUICE_REAL(utimensat)(dirfd, path, times, flags),
               sluice_tier_path_utimens(c.stack, 0, &c.p, times, flags));
 }
