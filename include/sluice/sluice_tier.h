@@ -81,7 +81,8 @@ enum sluice_tier_caps {
 enum sluice_fallback {
     SLUICE_FALLBACK_MMAP = 1u << 0,   /* mapped: the kernel's pages are the truth */
     SLUICE_FALLBACK_DIRECT = 1u << 1, /* O_DIRECT, O_SYNC, O_DSYNC: every call must reach the device */
-    SLUICE_FALLBACK_LOCK = 1u << 2,   /* fcntl/flock locks: another process coordinates with us */
+    /* 1u << 2 is free: locks are no reason to fall back (SLUICE_CTL_SYNC before a lock call,
+     * SLUICE_CTL_LOCKED after one that took a lock) */
     SLUICE_FALLBACK_SHARED = 1u << 3, /* position shared with another process (fork) or stdio (fdopen) */
     SLUICE_FALLBACK_MEMORY = 1u << 4, /* no buffer memory and nothing to free */
     SLUICE_FALLBACK_KERNEL = 1u << 5, /* the kernel moves or changes the bytes itself (fallocate,
@@ -109,6 +110,13 @@ enum sluice_tier_control_op {
      * calls that change the file's metadata (a later flush would change
      * its times or clear its set-id bits). arg: NULL. */
     SLUICE_CTL_SYNC = 3,
+    /* The program took a lock on this file (flock, fcntl or OFD record
+     * lock, lockf): another process may have changed the file while it
+     * held the lock, so what the tier knows of the file's bytes and size
+     * from before is forgotten. The tier received SLUICE_CTL_SYNC right
+     * before the lock call (every lock or unlock call: bytes written under
+     * a lock reach the tier below before it is released). arg: NULL. */
+    SLUICE_CTL_LOCKED = 4,
 };
 
 struct sluice_tier_ops {

@@ -24,7 +24,6 @@ struct buffer_desc;
 /* Why a file or a description goes straight through (see sluice_tier.h). */
 #define BUFFER_FALLBACK_MMAP SLUICE_FALLBACK_MMAP
 #define BUFFER_FALLBACK_DIRECT SLUICE_FALLBACK_DIRECT
-#define BUFFER_FALLBACK_LOCK SLUICE_FALLBACK_LOCK
 #define BUFFER_FALLBACK_SHARED SLUICE_FALLBACK_SHARED
 #define BUFFER_FALLBACK_MEMORY SLUICE_FALLBACK_MEMORY
 
@@ -42,6 +41,9 @@ struct buffer_inode {
     int inflight;                  /* flush jobs queued or running */
     int64_t inflight_lo, inflight_hi; /* span of the bytes in flight */
     int64_t fs_size;               /* size on the file system, as far as this process knows */
+    int fs_size_stale;             /* fs_size may be below the file system's (a lock was taken since
+                                      it was learnt): ask before treating reads past it as holes */
+    int locked;                    /* the program locked the file: any close is a durability point */
     int error;                     /* deferred write error (-errno), reported once */
     unsigned fallback;             /* sluice_fallback bits: the whole file goes straight through */
     unsigned char *ra;             /* read-ahead cache: file bytes [ra_off, ra_off + ra_len) */

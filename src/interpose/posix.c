@@ -405,16 +405,62 @@ static int is_lock_cmd(int cmd)
     return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
 }
 
-static int wrap_fcntl(int fd, int cmd, void *arg, int use64)
+/* A lock call on a recorded file (flock, fcntl record or OFD lock, lockf).
+ * Locks are how processes hand a file to each other: before the call every
+ * byte a mode holds for the file reaches the file system (an unlock
+ * publishes what was written under the lock; a lock taken comes after what
+ * was written before it); after a lock was taken, what the mode knew of
+ * the file is forgotten (the previous holder may have changed it). The
+ * file keeps its mode: nothing falls back. */
+struct lock_call {
+    struct sluice_file *f;
+    uint64_t t0;
+};
+
+static void lock_call_begin(struct lock_call *lc, int fd)
 {
     int saved = errno;
 
-    if (is_lock_cmd(cmd) && sluice_fd_known(fd)) {
-        sluice_fd_fallback(fd, SLUICE_FALLBACK_LOCK);
-        errno = saved;
+    lc->f = NULL;
+    if (!sluice_active() || !sluice_fd_known(fd) || !(lc->f = sluice_fd_get(fd)))
+        return;
+    sluice__guard++;
+    if (lc->f->depth > 1)
+        (void)sluice_tier_control(lc->f, 0, SLUICE_CTL_SYNC, NULL);
+    sluice__guard--;
+    lc->t0 = sluice_now();
+    errno = saved;
+}
+
+static int lock_call_end(struct lock_call *lc, int rc, int took)
+{
+    int saved = errno;
+
+    if (!lc->f)
+        return rc;
+    if (rc == 0) {
+        sluice_count_meta(lc->f->rec, SLUICE_SIDES_BOTH, POSIX_LOCKS, lc->t0, sluice_now());
+        sluice__guard++;
+        if (took && lc->f->depth > 1)
+            (void)sluice_tier_control(lc->f, 0, SLUICE_CTL_LOCKED, NULL);
+        sluice__guard--;
+    }
+    sluice_file_put(lc->f);
+    errno = saved;
+    return rc;
+}
+
+static int wrap_fcntl(int fd, int cmd, void *arg, int use64)
+{
+    if (is_lock_cmd(cmd)) {
+        struct lock_call lc;
+        lock_call_begin(&lc, fd);
+        int rc = use64 ? SLUICE_REAL(fcntl64)(fd, cmd, arg) : SLUICE_REAL(fcntl)(fd, cmd, arg);
+        /* a call that succeeded read a valid struct flock */
+        return lock_call_end(&lc, rc, rc == 0 && ((const struct flock *)arg)->l_type != F_UNLCK);
     }
     int rc = use64 ? SLUICE_REAL(fcntl64)(fd, cmd, arg) : SLUICE_REAL(fcntl)(fd, cmd, arg);
-    saved = errno;
+    int saved = errno;
 
     if (rc < 0 || !sluice_active())
         return rc;
@@ -454,12 +500,33 @@ SLUICE_EXPORT int fcntl64(int fd, int cmd, ...)
 
 SLUICE_EXPORT int flock(int fd, int op)
 {
-    if (sluice_fd_known(fd)) {
-        int saved = errno;
-        sluice_fd_fallback(fd, SLUICE_FALLBACK_LOCK);
-        errno = saved;
-    }
-    return SLUICE_REAL(flock)(fd, op);
+    struct lock_call lc;
+
+    lock_call_begin(&lc, fd);
+    int rc = SLUICE_REAL(flock)(fd, op);
+    return lock_call_end(&lc, rc, !(op & LOCK_UN));
+}
+
+/* glibc's lockf reaches fcntl inside the library, where no wrapper sees it. */
+static int wrap_lockf(int fd, int cmd, off64_t len, int use64)
+{
+    struct lock_call lc;
+
+    if (cmd == F_TEST)
+        return use64 ? SLUICE_REAL(lockf64)(fd, cmd, len) : SLUICE_REAL(lockf)(fd, cmd, (off_t)len);
+    lock_call_begin(&lc, fd);
+    int rc = use64 ? SLUICE_REAL(lockf64)(fd, cmd, len) : SLUICE_REAL(lockf)(fd, cmd, (off_t)len);
+    return lock_call_end(&lc, rc, cmd == F_LOCK || cmd == F_TLOCK);
+}
+
+SLUICE_EXPORT int lockf(int fd, int cmd, off_t len)
+{
+    return wrap_lockf(fd, cmd, len, 0);
+}
+
+SLUICE_EXPORT int lockf64(int fd, int cmd, off64_t len)
+{
+    return wrap_lockf(fd, cmd, len, 1);
 }
 
 /* A mapping of a recorded file: the file first leaves any mode that holds

@@ -16,8 +16,10 @@
  * or close, once, as the kernel reports deferred write errors.
  *
  * What it cannot keep correct goes straight through, counted in the
- * profile (POSIX_FALLBACK_*): mmap, O_DIRECT/O_SYNC/O_DSYNC, record locks,
- * descriptors shared with another process or a stdio stream.
+ * profile (POSIX_FALLBACK_*): mmap, O_DIRECT/O_SYNC/O_DSYNC, descriptors
+ * shared with another process or a stdio stream. Locks are handover
+ * points, not fallbacks: every lock and unlock call writes what is held
+ * first, and a lock taken forgets what was read before it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,8 +70,9 @@ static inline struct buffer_desc *desc_of(struct sluice_file *f, int level)
 
 /* ------------------------------------------------------------ fallbacks */
 
+/* counter of each sluice_fallback bit; -1: not a reason this tier uses */
 static const int fallback_counter[] = {
-    [0] = POSIX_FALLBACK_MMAP, [1] = POSIX_FALLBACK_DIRECT, [2] = POSIX_FALLBACK_LOCK,
+    [0] = POSIX_FALLBACK_MMAP, [1] = POSIX_FALLBACK_DIRECT, [2] = -1,
     [3] = POSIX_FALLBACK_SHARED, [4] = POSIX_FALLBACK_MEMORY, [5] = POSIX_FALLBACK_KERNEL,
 };
 
@@ -79,7 +82,7 @@ static void count_fallback(struct sluice_file *f, unsigned reason)
 
     sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACKS, t, t);
     for (unsigned i = 0; i < sizeof fallback_counter / sizeof *fallback_counter; i++)
-        if (reason & (1u << i))
+        if ((reason & (1u << i)) && fallback_counter[i] >= 0)
             sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, fallback_counter[i], t, t);
 }
 
@@ -155,6 +158,7 @@ static int take_error(struct buffer_inode *ino)
  * needs coordination the program would have to do anyway. */
 static int64_t note_fs_size(struct buffer_inode *ino, int64_t reported)
 {
+    ino->fs_size_stale = 0;
     if (reported > ino->fs_size)
         ino->fs_size = reported;
     return ino->fs_size;
@@ -419,7 +423,15 @@ static ssize_t read_locked(struct sluice_file *f, struct buffer_desc *d, struct 
             flush_sync(ino);
     }
     /* Bytes past the file system's end may be buffered (or a hole before
-     * buffered bytes): let the file system hold them all first. */
+     * buffered bytes): let the file system hold them all first. After a
+     * lock the end is not known: ask before taking the read for a hole. */
+    if (ino->fs_size_stale && pending_end(ino) > ino->fs_size && off + n > ino->fs_size) {
+        struct stat st;
+        if (sluice_tier_fstat(f, d->level + 1, &st) == 0) {
+            note_fs_size(ino, st.st_size);
+            ino->fs_size_stale = 0;
+        }
+    }
     if (pending_end(ino) > ino->fs_size && off + n > ino->fs_size)
         flush_sync(ino);
     if (ino->inflight && ranges_overlap(off, n, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
@@ -529,8 +541,10 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
         return fd;
     struct buffer_inode *ino = d->ino;
     pthread_mutex_lock(&ino->lock);
-    if (!has_pending(ino))
+    if (!has_pending(ino)) {
         ino->fs_size = st.st_size;
+        ino->fs_size_stale = 0;
+    }
     ino->ra_len = 0;   /* close-to-open: another process may have written since */
     if (flags & O_DIRECT) {
         flush_sync(ino);
@@ -734,6 +748,7 @@ static int buffer_ftruncate(struct sluice_file *f, int level, off_t len)
         rc = sluice_tier_ftruncate(f, level + 1, len);
         if (rc == 0) {
             ino->fs_size = len;
+            ino->fs_size_stale = 0;
             if (ino->ra_len && ino->ra_off + ino->ra_len > len)
                 ino->ra_len = len > ino->ra_off ? len - ino->ra_off : 0;
         }
@@ -765,8 +780,10 @@ static int buffer_close(struct sluice_file *f, int level)
     if (ino) {
         pthread_mutex_lock(&ino->lock);
         /* close is a durability point: another process that opens the file
-         * after it sees every byte (and the window may work through us). */
-        if (d->wrote || ino->win_file == f)
+         * after it sees every byte (and the window may work through us). A
+         * close also drops the program's locks on the file (fcntl's, of any
+         * descriptor; flock's, of this description): an unlock. */
+        if (d->wrote || ino->win_file == f || ino->locked)
             flush_sync(ino);
         if (d->wrote)
             err = take_error(ino);
@@ -802,6 +819,20 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
         }
         return sluice_tier_control(f, level + 1, op, arg);
     }
+    if (op == SLUICE_CTL_LOCKED) {
+        /* The previous holder of the lock may have written, truncated or
+         * extended the file: forget cached bytes and the size learnt
+         * before (what we wrote since is counted again as it lands). */
+        if (ino) {
+            pthread_mutex_lock(&ino->lock);
+            ino->ra_len = 0;
+            ino->fs_size = 0;
+            ino->fs_size_stale = 1;
+            ino->locked = 1;
+            pthread_mutex_unlock(&ino->lock);
+        }
+        return sluice_tier_control(f, level + 1, op, arg);
+    }
     if (op != SLUICE_CTL_FALLBACK)
         return sluice_tier_control(f, level + 1, op, arg);
     reason = *(const unsigned *)arg;
@@ -810,7 +841,7 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
     pthread_mutex_lock(&ino->lock);
     flush_sync(ino);
     ino->ra_len = 0;
-    if (reason & (BUFFER_FALLBACK_MMAP | BUFFER_FALLBACK_DIRECT | BUFFER_FALLBACK_LOCK | SLUICE_FALLBACK_KERNEL)) {
+    if (reason & (BUFFER_FALLBACK_MMAP | BUFFER_FALLBACK_DIRECT | SLUICE_FALLBACK_KERNEL)) {
         /* The whole file: every description of it goes straight through.
          * Positions move to the kernel once: after that the kernel keeps
          * them (a second request must not put back a stale one). */
@@ -1053,6 +1084,7 @@ void buffer_path_truncated(dev_t dev, ino_t ino_nr, int64_t len)
         return;
     pthread_mutex_lock(&ino->lock);
     ino->fs_size = len;
+    ino->fs_size_stale = 0;
     ino->ra_len = 0;
     pthread_mutex_unlock(&ino->lock);
     inode_release(ino);

@@ -366,6 +366,15 @@ int main(int argc, char **argv)
             ret = fcntl(fd, F_SETLK, &lk);
         }
         else if (IS("flock")) ret = flock(fd, LOCK_EX) ?: flock(fd, LOCK_UN);
+        else if (IS("flock_ex")) ret = flock(fd, LOCK_EX);
+        else if (IS("flock_un")) ret = flock(fd, LOCK_UN);
+        else if (IS("fcntl_unlk")) {
+            struct flock lk = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
+            ret = fcntl(fd, F_SETLK, &lk);
+        }
+        /* take, test and release a lock over the whole file */
+        else if (IS("lockf")) ret = lockf(fd, F_LOCK, 0) ?: lockf(fd, F_TEST, 0) ?: lockf(fd, F_ULOCK, 0);
+        else if (IS("lockf64")) ret = lockf64(fd, F_TLOCK, 0) ?: lockf64(fd, F_ULOCK, 0);
         else if (IS("mmap") || IS("mmap64")) {
             /* map n bytes, return the sum of their values, unmap */
             unsigned char *p = IS("mmap") ? mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, fd, 0)

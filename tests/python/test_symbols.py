@@ -92,7 +92,9 @@ for sym in ("unlink", "unlinkat"):
 for sym in ("mmap", "mmap64"):
     case(sym, ["open:{f}:rw,creat", "write:100", f"{sym}:100", "close"],
          P(OPENS=1, WRITES=1, BYTES_WRITTEN=100, MAX_BYTE_WRITTEN=99, SIZE_WRITE_0_100=1, MMAPS=1))
-case("flock", ["creat:{f}", "flock", "fcntl_setlk", "close"], P(OPENS=1))
+case("flock", ["creat:{f}", "flock", "fcntl_setlk", "close"], P(OPENS=1, LOCKS=3))
+for sym in ("lockf", "lockf64"):
+    case(sym, ["creat:{f}", sym, "close"], P(OPENS=1, LOCKS=2))   # F_TEST is not counted
 for sym in ("truncate", "truncate64"):
     case(sym, ["creat:{f}", "close", f"{sym}:{{f}}:10"], P(OPENS=1, TRUNCATES=1))
 for sym in ("rename", "renameat", "renameat2"):
