@@ -21,7 +21,8 @@ from sluice.bench.workloads import Metric, RunContext, Workload, format_size, pa
 from sluice.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
-PROGRAMS = ["smallio", "ensemble", "fpp-netcdf", "amr-n1", "limits"]
+PROGRAMS = ["smallio", "ensemble", "fpp-netcdf", "amr-n1", "limits",
+            "nc-append", "randread", "smallread", "create-once", "strided-shared"]
 
 
 # --------------------------------------------------------------------------
@@ -444,3 +445,258 @@ def test_limits_phases(native_dir: Path, tmp_path: Path) -> None:
     run_json([L, "unlink", "--dir", str(d), "--files", "25"])
     assert list(d.iterdir()) == []
     assert subprocess.run([L, "stat", "--dir", str(d), "--files", "1"], capture_output=True).returncode == 1
+
+
+def test_nc_append_records_and_bytes(native_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "h.nc"
+    argv = [prog(native_dir, "nc-append"), "--file", str(f), "--records", "7", "--nx", "5", "--ny", "3", "--vars", "2"]
+    w = run_json([*argv, "--sync-every", "3"])
+    assert w["data_bytes"] == 7 * (2 * 5 * 3 * 4 + 8) and w["nc_puts"] == 7 * 3 and w["nc_syncs"] == 2
+    assert w["file_bytes"] == f.stat().st_size > w["data_bytes"]
+    assert f.read_bytes()[:4] == b"\x89HDF"  # netCDF-4: HDF5 underneath
+    assert w["write_syscalls"] > 0  # the process's write calls, from /proc/self/io
+    v = run_json([*argv, "--phase", "verify"])
+    assert v["records_found"] == 7 and v["mismatches"] == 0 and v["data_bytes"] == w["data_bytes"]
+    if shutil.which("ncdump"):
+        head = subprocess.run(["ncdump", "-h", str(f)], capture_output=True, text=True, check=True).stdout
+        assert "time = UNLIMITED ; // (7 currently)" in head and "float v1(time, y, x)" in head
+    # A file with fewer records than expected fails verification.
+    bad = subprocess.run([*argv[:-6], "--records", "8", "--nx", "5", "--ny", "3", "--vars", "2", "--phase", "verify"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 1 and json.loads(bad.stdout)["records_found"] == 7
+    c = run_json([prog(native_dir, "nc-append"), "--file", str(tmp_path / "c.nc"), "--records", "4", "--format", "64bit"])
+    assert (tmp_path / "c.nc").read_bytes()[:4] == b"CDF\x02" and c["data_bytes"] == 4 * (2 * 64 * 64 * 4 + 8)
+
+
+def test_randread_reads_at_random_offsets(native_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "r.dat"
+    argv = [prog(native_dir, "randread"), "--file", str(f), "--size", "1M", "--read-size", "4K", "--reads", "300"]
+    s = run_json([*argv, "--phase", "setup"])
+    assert s["setup_bytes"] == 1 << 20 == f.stat().st_size
+    assert np.array_equal(np.fromfile(f, dtype=np.uint8), pattern(0, 1 << 20))
+    r = run_json([*argv, "--phase", "run", "--verify"])
+    assert r["read_ops"] == 300 and r["bytes_read"] == 300 * 4096 and r["mismatches"] == 0 and r["short_reads"] == 0
+    # The reads land all over the file and the seed decides where: with the
+    # upper half zeroed, some reads of every seed find it and some do not.
+    with open(f, "r+b") as fh:
+        fh.seek(512 << 10)
+        fh.write(bytes(512 << 10))
+    found = []
+    for seed in ("1", "2"):
+        bad = subprocess.run([*argv, "--phase", "run", "--verify", "--seed", seed], capture_output=True, text=True)
+        assert bad.returncode == 1
+        found.append(json.loads(bad.stdout)["mismatches"])
+        assert 0 < found[-1] < 300 * 4096
+    assert found[0] != found[1]
+
+
+def test_smallread_files_and_reads(native_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "in"
+    argv = [prog(native_dir, "smallread"), "--dir", str(d), "--files", "30", "--min-size", "1K",
+            "--max-size", "9K", "--read-size", "4K", "--seed", "4"]  # fmt: skip
+    s = run_json([*argv, "--phase", "setup"])
+    files = sorted(d.iterdir())
+    sizes = [p.stat().st_size for p in files]
+    assert len(files) == 30 and sum(sizes) == s["setup_bytes"] and all(1024 <= n <= 9 * 1024 for n in sizes)
+    assert len(set(sizes)) > 10  # sizes are spread, not one value
+    for i, p in enumerate(files):
+        assert np.array_equal(np.fromfile(p, dtype=np.uint8), pattern(i << 20, sizes[i]))
+    r = run_json([*argv, "--phase", "run", "--verify"])
+    assert r["opens"] == r["closes"] == 30 and r["bytes_read"] == s["setup_bytes"] == r["expected_bytes"]
+    assert r["read_ops"] == sum(-(-n // 4096) + 1 for n in sizes)  # whole file, then the read that returns 0
+    assert r["mismatches"] == 0 and r["wrong_sizes"] == 0
+    # Two files swapped: every byte of both differs from its own pattern.
+    files[0].rename(tmp_path / "tmp")
+    files[1].rename(files[0])
+    (tmp_path / "tmp").rename(files[1])
+    bad = subprocess.run([*argv, "--phase", "run", "--verify"], capture_output=True, text=True)
+    assert bad.returncode == 1
+
+
+def test_create_once_layout_and_verify(native_dir: Path, tmp_path: Path) -> None:
+    d = tmp_path / "md"
+    argv = [prog(native_dir, "create-once"), "--dir", str(d), "--procs", "3", "--files", "6", "--file-size", "5000"]
+    r = run_json([*argv, "--stat"])
+    assert r["creates"] == r["writes"] == r["closes"] == r["stats"] == 18 and r["mkdirs"] == 4
+    assert r["meta_ops"] == 18 + 18 + 4 and r["bytes_written"] == 18 * 5000 and r["wrong_sizes"] == 0
+    assert r["seconds"] >= r["io_seconds"] > 0
+    for rank in range(3):
+        files = sorted((d / f"proc.{rank:04d}").iterdir())
+        assert [p.name for p in files] == [f"f.{i:05d}" for i in range(6)]
+        for i, p in enumerate(files):
+            assert np.array_equal(np.fromfile(p, dtype=np.uint8), pattern((rank * 6 + i) << 20, 5000))
+    v = run_json([*argv, "--phase", "verify"])
+    assert v["files_found"] == 18 and v["bytes_found"] == 18 * 5000 and v["mismatches"] == 0
+    # A stray entry (a publish's temporary name left behind, say) fails verification.
+    (d / "proc.0001" / "f.00002.tmp").write_bytes(b"")
+    assert subprocess.run([*argv, "--phase", "verify"], capture_output=True).returncode == 1
+    # A second run into the same directory fails: every round starts empty.
+    assert subprocess.run(argv, capture_output=True).returncode == 1
+
+
+def test_strided_shared_interleaves_pieces(native_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "shared.dat"
+    size = 3 * 1000 * 7 + 123  # pieces of 1000 B over 3 processes; a short last piece
+    argv = [prog(native_dir, "strided-shared"), "--file", str(f), "--procs", "3", "--piece", "1000", "--size", str(size)]
+    r = run_json([*argv, "--fsync"])
+    assert r["bytes_written"] == size == f.stat().st_size and r["writes"] == 22 and r["fsyncs"] == 3
+    assert np.array_equal(np.fromfile(f, dtype=np.uint8), pattern(0, size))
+    assert run_json([*argv, "--phase", "verify"])["mismatches"] == 0
+    with open(f, "r+b") as fh:  # one piece lost
+        fh.seek(5000)
+        fh.write(bytes(1000))
+    bad = subprocess.run([*argv, "--phase", "verify"], capture_output=True, text=True)
+    assert bad.returncode == 1 and json.loads(bad.stdout)["mismatches"] > 0
+
+
+# --------------------------------------------------------------------------
+# The new workloads through the harness: plain, profile and buffer (and
+# stage) side by side, one tiny round each. A profiled run is the check on
+# the plain run's own counts: nothing sits between the program and the file
+# system, so its fs side equals its app side equals what the plain program
+# counted itself.
+
+
+def bench_doc(tmp_path: Path, names: list[str], params: list[str], variants: list[str]) -> dict[str, Any]:
+    from rich.console import Console
+
+    from sluice.cli.bench import run
+
+    doc = run(
+        tmp_path, names, rounds=1, warmup=0, json_path=tmp_path / "r.json",
+        params=["limits.size=1M", "limits.files=5", *params], variant_names=variants,
+        console=Console(file=open(os.devnull, "w")),
+    )  # fmt: skip
+    assert doc is not None
+    return doc
+
+
+def by_variant(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """variant -> its one measured round (metrics, raw program lines)."""
+    return {r["variant"]: r for r in res["rounds"] if not r["warmup"]}
+
+
+def counters(rnd: dict[str, Any], side: str) -> dict[str, int]:
+    """One side of the sluice counters of the round's timed program run."""
+    (timed,) = [raw for raw in rnd["raw"] if "sluice_counters" in raw]
+    return timed["sluice_counters"][side]
+
+
+PROFILED = ["plain", "sluice-profile", "sluice-buffer"]
+
+
+def assert_all_metrics(res: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
+    for variant, rnd in by_variant(res).items():
+        for m in res["metrics"]:
+            if m not in skip:
+                assert rnd["metrics"][m] is not None and rnd["metrics"][m] >= 0, (variant, m)
+
+
+def test_nc_append_through_the_harness(native_dir: Path, tmp_path: Path) -> None:
+    p = ["nc-append.records=40", "nc-append.nx=32", "nc-append.ny=32"]
+    doc = bench_doc(tmp_path, ["nc-append"], p, PROFILED)
+    res = doc["workloads"]["nc-append"]
+    assert_all_metrics(res)
+    assert res["metrics"]["write_MBps"]["limit"] == "write_MBps"
+    assert "write_MBps" in res["fraction_of_limit"]["plain"]
+    run = by_variant(res)
+    plain, prof, buf = run["plain"], run["sluice-profile"], run["sluice-buffer"]
+    w = plain["raw"][0]
+    assert w["data_bytes"] == 40 * (2 * 32 * 32 * 4 + 8) and plain["raw"][1]["mismatches"] == 0
+    # The plain program's own count (its write syscalls) is what a profiled run sees on both sides.
+    assert plain["metrics"]["fs_writes"] == counters(prof, "app")["POSIX_WRITES"] == counters(prof, "fs")["POSIX_WRITES"]
+    assert plain["metrics"]["write_reduction"] == prof["metrics"]["write_reduction"] == 1.0
+    # Buffer mode: the program asks for the same writes; no more reach the file system.
+    assert counters(buf, "app")["POSIX_WRITES"] == plain["metrics"]["fs_writes"]
+    assert buf["metrics"]["fs_writes"] <= plain["metrics"]["fs_writes"]
+    assert counters(buf, "fs")["POSIX_BYTES_WRITTEN"] <= counters(buf, "app")["POSIX_BYTES_WRITTEN"]
+
+
+def test_nc_append_64bit_buffer_cuts_fs_writes(native_dir: Path, tmp_path: Path) -> None:
+    # The classic 64-bit-offset format has no HDF5 lock: buffer mode coalesces
+    # its small record writes today.
+    p = ["nc-append.records=40", "nc-append.nx=32", "nc-append.ny=32", "nc-append.format=64bit"]
+    run = by_variant(bench_doc(tmp_path, ["nc-append"], p, ["plain", "sluice-buffer"])["workloads"]["nc-append"])
+    assert run["sluice-buffer"]["metrics"]["fs_writes"] < run["plain"]["metrics"]["fs_writes"]
+    assert run["sluice-buffer"]["metrics"]["write_reduction"] > 1.0
+
+
+# For the buffer-tier work in progress: HDF5 takes flock() on the file at
+# create, and buffer mode currently falls back for the whole file
+# (POSIX_FALLBACK_LOCK), so netCDF-4 writes all go straight through. Once
+# buffering under the process's own flock lands this passes; drop the marker.
+@pytest.mark.xfail(reason="buffer mode falls back under HDF5's flock (POSIX_FALLBACK_LOCK)", strict=False)
+def test_nc_append_netcdf4_buffer_cuts_fs_writes_under_hdf5_lock(native_dir: Path, tmp_path: Path) -> None:
+    p = ["nc-append.records=40", "nc-append.nx=32", "nc-append.ny=32"]
+    run = by_variant(bench_doc(tmp_path, ["nc-append"], p, ["plain", "sluice-buffer"])["workloads"]["nc-append"])
+    assert counters(run["sluice-buffer"], "fs")["POSIX_FALLBACKS"] == 0
+    assert run["sluice-buffer"]["metrics"]["fs_writes"] < run["plain"]["metrics"]["fs_writes"]
+
+
+def test_read_workloads_through_the_harness(native_dir: Path, tmp_path: Path) -> None:
+    p = ["randread.size=2M", "randread.reads=200", "smallread.files=20"]
+    doc = bench_doc(tmp_path, ["randread", "smallread"], p, PROFILED)
+    for name, reads in (("randread", 200), ("smallread", None)):
+        res = doc["workloads"][name]
+        assert_all_metrics(res)
+        run = by_variant(res)
+        plain, prof, buf = run["plain"], run["sluice-profile"], run["sluice-buffer"]
+        r = plain["raw"][1]  # raw[0] is the untimed setup, run plain
+        assert r["mismatches"] == 0 and r["verified"] is True
+        assert plain["raw"][0]["as_variant"] is None and buf["raw"][0]["as_variant"] is None
+        if reads:
+            assert r["read_ops"] == reads and r["bytes_read"] == reads * 4096
+        assert plain["metrics"]["fs_reads"] == r["read_ops"]
+        assert plain["metrics"]["fs_read_bytes_ratio"] == 1.0
+        for side in ("app", "fs"):
+            assert counters(prof, side)["POSIX_READS"] == r["read_ops"]
+            assert counters(prof, side)["POSIX_BYTES_READ"] == r["bytes_read"]
+        assert prof["metrics"]["fs_read_bytes_ratio"] == 1.0
+        assert counters(buf, "app")["POSIX_BYTES_READ"] == r["bytes_read"]
+        fs_ratio = counters(buf, "fs")["POSIX_BYTES_READ"] / r["bytes_read"]
+        assert buf["metrics"]["fs_read_bytes_ratio"] == pytest.approx(fs_ratio)
+    # Random reads give read-ahead nothing to do: the file system sees the program's reads.
+    rr = by_variant(doc["workloads"]["randread"])["sluice-buffer"]
+    assert rr["metrics"]["fs_reads"] == 200 and rr["metrics"]["fs_read_bytes_ratio"] == 1.0
+    sm = by_variant(doc["workloads"]["smallread"])
+    assert sm["plain"]["metrics"]["fs_meta_ops"] == 20 == counters(sm["sluice-profile"], "fs")["POSIX_OPENS"]
+
+
+def test_create_once_through_the_harness(native_dir: Path, tmp_path: Path) -> None:
+    p = ["create-once.files=40", "create-once.procs=2"]
+    doc = bench_doc(tmp_path, ["create-once"], p, [*PROFILED, "sluice-stage"])
+    res = doc["workloads"]["create-once"]
+    assert res["variants"] == [*PROFILED, "sluice-stage"]
+    assert_all_metrics(res)
+    assert res["metrics"]["files_per_s"]["limit"] == "create_per_s"
+    run = by_variant(res)
+    plain, prof, stage = run["plain"], run["sluice-profile"], run["sluice-stage"]
+    r = plain["raw"][0]
+    assert r["creates"] == 80 and r["stats"] == 80 and r["mkdirs"] == 3
+    for rnd in run.values():  # the verify phase ran plain after every variant and found every file
+        assert rnd["raw"][1]["files_found"] == 80 and rnd["raw"][1]["mismatches"] == 0
+    assert plain["metrics"]["fs_meta_ops"] == 80 + 80 + 3
+    for side in ("app", "fs"):
+        c = counters(prof, side)
+        assert (c["POSIX_OPENS"], c["POSIX_STATS"], c["POSIX_MKDIRS"], c["POSIX_WRITES"]) == (80, 80, 3, 80)
+    assert prof["metrics"]["fs_meta_ops"] == plain["metrics"]["fs_meta_ops"]
+    # Stage mode: every file is published once (a create of its temporary
+    # name and a rename); its stats are answered from the tier.
+    fs = counters(stage, "fs")
+    assert fs["POSIX_RENAMES"] == 80 and fs["POSIX_STATS"] < 80
+    assert stage["metrics"]["seconds"] >= stage["metrics"]["io_seconds"]
+
+
+def test_strided_shared_through_the_harness(native_dir: Path, tmp_path: Path) -> None:
+    p = ["strided-shared.size=1M", "strided-shared.procs=3"]
+    doc = bench_doc(tmp_path, ["strided-shared"], p, PROFILED)
+    res = doc["workloads"]["strided-shared"]
+    assert_all_metrics(res)
+    run = by_variant(res)
+    plain, prof, buf = run["plain"], run["sluice-profile"], run["sluice-buffer"]
+    assert plain["raw"][0]["writes"] == 256 and plain["metrics"]["fs_writes"] == 256
+    for rnd in run.values():
+        assert rnd["raw"][1]["file_bytes"] == 1 << 20 and rnd["raw"][1]["mismatches"] == 0
+    for side in ("app", "fs"):
+        assert counters(prof, side)["POSIX_WRITES"] == 256
+    assert counters(buf, "app")["POSIX_WRITES"] == 256 and buf["metrics"]["fs_writes"] <= 256
