@@ -64,7 +64,8 @@ struct buffer_desc {
     unsigned fallback;             /* sluice_fallback bits for this description alone */
     unsigned counted;              /* reasons already counted that do not stick (memory) */
     int wrote;                     /* made a write: its close is a durability point */
-    int64_t last_read_end;         /* sequential-read detection */
+    int64_t last_read_end;         /* sequential-read detection (-1: nothing read yet) */
+    int64_t ra_window;             /* size of this description's last read-ahead fill (0: none yet) */
     struct buffer_desc *next;      /* ino->descs chain */
 };
 

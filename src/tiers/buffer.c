@@ -289,8 +289,8 @@ static int64_t append_offset(struct sluice_file *f, struct buffer_desc *d, struc
 {
     struct stat st;
 
-    if (!has_pending(ino) && sluice_tier_fstat(f, d->level + 1, &st) == 0)
-        note_fs_size(ino, st.st_size);
+    if ((!has_pending(ino) || ino->fs_size_stale) && sluice_tier_fstat(f, d->level + 1, &st) == 0)
+        note_fs_size(ino, st.st_size);   /* (stale: a lock was taken, the end may have moved) */
     return logical_size(ino, ino->fs_size);
 }
 
@@ -370,25 +370,59 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
 
 /* ------------------------------------------------------------ reads */
 
-/* Fill the read-ahead cache with the file's bytes from `at`. 0, or -errno. */
-static int ra_fill(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino, int64_t at)
-{
-    int64_t base = at - at % readahead_size, got = 0;
+/* Read-ahead grows as the kernel's does: nothing until a descriptor reads
+ * where its last read ended, then a window of 4 requests (at least 16 KiB)
+ * that doubles with each fill up to --readahead, and starts over after a
+ * seek. A program that reads a header and jumps, or reads at random, pays
+ * for no bytes it does not ask for; a long sequential run soon reads in
+ * --readahead pieces. */
+#define RA_FIRST_MIN (16 * 1024)
+#define RA_ALIGN 4096
 
-    if (!ino->ra) {
-        if (budget_reserve(readahead_size) != 0)
-            return -ENOMEM;
-        if (!(ino->ra = malloc((size_t)readahead_size))) {
-            budget_reserve(-readahead_size);
-            return -ENOMEM;
-        }
-        ino->ra_cap = (size_t)readahead_size;
+/* The next window for a sequential read of `want` bytes; 0: read directly
+ * (the window would be no larger than the request). */
+static int64_t ra_next_window(const struct buffer_desc *d, int64_t want)
+{
+    int64_t w = d->ra_window ? 2 * d->ra_window : (4 * want > RA_FIRST_MIN ? 4 * want : RA_FIRST_MIN);
+
+    if (w > readahead_size)
+        w = readahead_size;
+    return w > want ? w : 0;
+}
+
+/* Room for `len` cached bytes, within the memory budget. 0, or -ENOMEM. */
+static int ra_reserve(struct buffer_inode *ino, int64_t len)
+{
+    if ((int64_t)ino->ra_cap >= len)
+        return 0;
+    if (budget_reserve(len - (int64_t)ino->ra_cap) != 0)
+        return -ENOMEM;
+    unsigned char *p = realloc(ino->ra, (size_t)len);
+    if (!p) {
+        budget_reserve((int64_t)ino->ra_cap - len);
+        return -ENOMEM;
     }
-    if (ino->inflight && ranges_overlap(base, readahead_size, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
+    ino->ra = p;
+    ino->ra_cap = (size_t)len;
+    return 0;
+}
+
+/* Fill the read-ahead cache with up to `len` of the file's bytes from `at`
+ * (the end aligned, so the next fill starts aligned). 0, or -errno. */
+static int ra_fill(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino, int64_t at, int64_t len,
+                   int64_t want)
+{
+    int64_t end = (at + len) / RA_ALIGN * RA_ALIGN, got = 0;
+
+    if (end > at + want)
+        len = end - at;
+    if (ra_reserve(ino, len) != 0)
+        return -ENOMEM;
+    if (ino->inflight && ranges_overlap(at, len, ino->inflight_lo, ino->inflight_hi - ino->inflight_lo))
         wait_inflight(ino);
     ino->ra_len = 0;
-    while (got < readahead_size) {
-        ssize_t rc = sluice_tier_read(f, d->level + 1, ino->ra + got, (size_t)(readahead_size - got), base + got);
+    while (got < len) {
+        ssize_t rc = sluice_tier_read(f, d->level + 1, ino->ra + got, (size_t)(len - got), at + got);
         if (rc == -EINTR)
             continue;
         if (rc < 0)
@@ -396,13 +430,13 @@ static int ra_fill(struct sluice_file *f, struct buffer_desc *d, struct buffer_i
         got += rc;
         /* A short read of a regular file is its end (fs_size may be stale:
          * another process can have written since). */
-        if (rc == 0 || rc < readahead_size - (got - rc))
+        if (rc == 0 || rc < len - (got - rc))
             break;
     }
-    ino->ra_off = base;
+    ino->ra_off = at;
     ino->ra_len = got;
     /* Bytes still in the window are newer than the file system's. */
-    window_copy_out(&ino->win, ino->ra, base, got);
+    window_copy_out(&ino->win, ino->ra, at, got);
     return 0;
 }
 
@@ -447,11 +481,16 @@ static ssize_t read_locked(struct sluice_file *f, struct buffer_desc *d, struct 
             total += k;
             continue;
         }
-        if (readahead_size > 0 && want < readahead_size && (at == d->last_read_end || total > 0) &&
-            ra_fill(f, d, ino, at) == 0) {
-            if (!(at >= ino->ra_off && at < ino->ra_off + ino->ra_len))
-                break;   /* end of file */
-            continue;
+        if (at != d->last_read_end && total == 0)
+            d->ra_window = 0;   /* a seek: start over */
+        else if (readahead_size > 0) {
+            int64_t w = ra_next_window(d, want);
+            if (w > 0 && ra_fill(f, d, ino, at, w, want) == 0) {
+                d->ra_window = w;
+                if (!(at >= ino->ra_off && at < ino->ra_off + ino->ra_len))
+                    break;   /* end of file */
+                continue;
+            }
         }
         ssize_t rc = sluice_tier_read(f, d->level + 1, buf + total, (size_t)want, at);
         if (rc < 0)
@@ -534,6 +573,8 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
     d->file = f;
     d->level = level;
     d->ino = NULL;
+    d->last_read_end = -1;   /* the first read is never sequential */
+    d->ra_window = 0;
     f->fd = fd;   /* the core sets it after we return; fstat below needs it now */
     if ((flags & O_PATH) || sluice_tier_fstat(f, level + 1, &st) != 0 || !S_ISREG(st.st_mode))
         return fd;   /* not a regular file: straight through */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -132,6 +133,7 @@ static void do_open(int s, int flags)
  * same client's unsynced writes through another descriptor (a plain
  * program sees the same; see docs/buffer.md). */
 static int no_append;
+static int with_locks;   /* DIFFTEST_LOCKS=1: lock and unlock calls among the operations */
 
 static int rand_flags(void)
 {
@@ -283,6 +285,36 @@ static void op_truncate(int s, int by_path)
     same(by_path ? "truncate" : "ftruncate", m, me, r, re);
 }
 
+/* A lock or unlock call: flock (never waiting: two descriptions of one
+ * file conflict even in one process) or an fcntl record lock over the
+ * whole file or a random range (a process never conflicts with itself). */
+static void op_lock(int s)
+{
+    int kind = (int)below(6), m, r, me, re;
+    if (kind < 3) {
+        static const int ops[] = {LOCK_EX | LOCK_NB, LOCK_SH | LOCK_NB, LOCK_UN};
+        if (trace)
+            printf("  flock slot %d op %d\n", s, ops[kind]);
+        m = flock(mfd[s], ops[kind]); me = errno;
+        r = flock(rfd[s], ops[kind]); re = errno;
+        same("flock", m, me, r, re);
+        return;
+    }
+    static const short types[] = {F_WRLCK, F_RDLCK, F_UNLCK};
+    struct flock lk = {.l_type = types[kind - 3], .l_whence = SEEK_SET};
+    if (below(2)) {
+        lk.l_start = below(max_file);
+        lk.l_len = below(max_write) + 1;
+    }
+    if (trace)
+        printf("  fcntl lock slot %d type %d start %lld len %lld\n", s, lk.l_type, (long long)lk.l_start,
+               (long long)lk.l_len);
+    struct flock lr = lk;
+    m = fcntl(mfd[s], F_SETLK, &lk); me = errno;
+    r = fcntl(rfd[s], F_SETLK, &lr); re = errno;
+    same("fcntl lock", m, me, r, re);
+}
+
 static void op_sync(int s)
 {
     int data = (int)below(2);
@@ -338,6 +370,7 @@ int main(int argc, char **argv)
     seed = strtoull(argv[1], NULL, 10);
     trace = getenv("DIFFTEST_TRACE") != NULL;
     no_append = getenv("DIFFTEST_NO_APPEND") != NULL;
+    with_locks = getenv("DIFFTEST_LOCKS") != NULL;
     nops = strtol(argv[2], NULL, 10);
     snprintf(mpath, sizeof mpath, "%s/difftest.dat", argv[3]);
     snprintf(rpath, sizeof rpath, "%s/difftest.dat", argv[4]);
@@ -376,6 +409,7 @@ int main(int argc, char **argv)
             same("close", m, me, r, errno);
             mfd[s] = rfd[s] = -1;
         } else if (k < 860) compare_contents("contents");
+        else if (with_locks && k < 900) op_lock(s);
         else op_write(s, (int)below(4));
     }
     compare_contents("final contents");

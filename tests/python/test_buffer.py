@@ -53,9 +53,36 @@ def test_read_ahead_serves_sequential_small_reads(target, logdir):
     assert [r["ret"] for r in res[1:-1]] == [4096] * 256 + [0]
     app, fs = counters(logdir, f)
     assert app["POSIX_READS"] == 257 and app["POSIX_BYTES_READ"] == MIB
-    # four full 256 KiB reads, then the one that finds the end of the file
-    assert fs["POSIX_READS"] == 5 and fs["POSIX_BYTES_READ"] == MIB
-    assert fs["POSIX_SIZE_READ_100K_1M"] == 4
+    # the first read as asked; then windows of 16, 32, 64, 128 KiB and
+    # 256 KiB ones (the last cut short by the end), then the read that
+    # finds the end: never a byte the program did not read
+    assert fs["POSIX_READS"] == 10 and fs["POSIX_BYTES_READ"] == MIB
+    assert fs["POSIX_SIZE_READ_100K_1M"] == 4   # 128 KiB and three of 256 KiB
+
+
+def test_one_small_read_of_a_large_file_reads_only_what_it_asks(target, logdir):
+    f = target / "big.dat"
+    f.write_bytes(b"z" * (8 * MIB))
+    res = io(logdir, target, [f"open:{f}:r", "read:8", "pread:8:4096", "close"])
+    assert [r["ret"] for r in res[1:3]] == [8, 8]
+    _, fs = counters(logdir, f)
+    assert fs["POSIX_READS"] == 2 and fs["POSIX_BYTES_READ"] == 16
+
+
+def test_small_files_read_whole_cost_their_size(target, logdir):
+    """Many small files, each read to its end in 4 KiB reads: the file
+    system is asked for each file's bytes once."""
+    files = [target / f"part{i:03d}" for i in range(40)]
+    for i, p in enumerate(files):
+        p.write_bytes(bytes([i]) * (1000 + 977 * i))
+    ops = []
+    for p in files:
+        ops += [f"open:{p}:r"] + ["read:4096"] * (p.stat().st_size // 4096 + 2) + ["close"]
+    io(logdir, target, ops)
+    report = report_json(logdir)
+    for p in files:
+        e = file_entry(report, p)
+        assert e["fs"]["POSIX_BYTES_READ"] == e["app"]["POSIX_BYTES_READ"] == p.stat().st_size
 
 
 def test_random_reads_pay_no_read_ahead(target, logdir):
@@ -224,6 +251,14 @@ def test_differential_random_operations(tmp_path, logdir, unit, readahead):
         subprocess.run(["rm", "-rf", str(d)])
 
 
+@pytest.mark.parametrize("unit,readahead", [("7", "4096"), ("4096", "4M"), ("65536", "1")])
+def test_differential_with_lock_calls(tmp_path, logdir, unit, readahead):
+    """flock and fcntl record locks among the operations: each one writes
+    what is held and forgets what was cached; every answer stays plain's."""
+    for seed in DIFF_SEEDS:
+        run_difftest(tmp_path, seed, unit, readahead, logdir, env={"DIFFTEST_LOCKS": "1"})
+
+
 @pytest.mark.parametrize("seed,unit,readahead", DIFF_REGRESSIONS)
 def test_differential_regressions(tmp_path, logdir, seed, unit, readahead):
     run_difftest(tmp_path, seed, unit, readahead, logdir, ops=3000)
@@ -239,6 +274,7 @@ def test_differential_on_the_testbed(testbed_mount, logdir):
         # (a plain program sees the same): no O_APPEND opens here.
         for seed in (11, 12, 13):
             run_difftest(d, seed, "65536", "4096", logdir, ops=1500, env={"DIFFTEST_NO_APPEND": "1"})
+        run_difftest(d, 14, "65536", "4096", logdir, ops=1500, env={"DIFFTEST_NO_APPEND": "1", "DIFFTEST_LOCKS": "1"})
     finally:
         subprocess.run(["rm", "-rf", str(d)])
 
