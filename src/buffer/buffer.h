@@ -20,8 +20,10 @@ void buffer_stat_fixup(dev_t dev, ino_t ino, int64_t *size);
 /* truncate(path) changed (dev, ino) to len (after a quiesce). */
 void buffer_path_truncated(dev_t dev, ino_t ino, int64_t len);
 
+/* Write every byte held for (dev, ino); 1 if there were any. */
+int buffer_sync_inode(dev_t dev, ino_t ino);
 
-/* 1 when any file is buffered (path calls may need the two above). */
+/* 1 when any file is buffered (path calls may need the ones above). */
 int buffer_active(void);
 
 #endif

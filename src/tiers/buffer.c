@@ -828,6 +828,12 @@ static int buffer_fstat(struct sluice_file *f, int level, struct stat *st)
 
     if (rc == 0 && ino) {
         pthread_mutex_lock(&ino->lock);
+        if ((st->st_mode & (S_ISUID | S_ISGID)) && has_pending(ino)) {
+            /* The kernel clears set-id bits when the bytes land (a writer
+             * without CAP_FSETID): let them land before answering. */
+            flush_sync(ino);
+            rc = sluice_tier_fstat(f, level + 1, st);
+        }
         st->st_size = logical_size(ino, note_fs_size(ino, st->st_size));
         pthread_mutex_unlock(&ino->lock);
     }
@@ -978,6 +984,9 @@ typedef const struct sluice_path cpath;
 static int buffer_path_stat(cstack *s, int level, cpath *p, struct stat *st, int flags)
 {
     int rc = sluice_tier_path_stat(s, level + 1, p, st, flags);
+    if (rc == 0 && buffer_active() && S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID)) &&
+        buffer_sync_inode(st->st_dev, st->st_ino))
+        rc = sluice_tier_path_stat(s, level + 1, p, st, flags);   /* set-id bits as they are after the bytes land */
     if (rc == 0 && buffer_active()) {
         int64_t size = st->st_size;
         buffer_stat_fixup(st->st_dev, st->st_ino, &size);
@@ -1137,6 +1146,23 @@ void buffer_stat_fixup(dev_t dev, ino_t ino_nr, int64_t *size)
     *size = logical_size(ino, *size);
     pthread_mutex_unlock(&ino->lock);
     inode_release(ino);
+}
+
+/* Every buffered byte of (dev, ino) written; 1 if there were any. */
+int buffer_sync_inode(dev_t dev, ino_t ino_nr)
+{
+    struct buffer_inode *ino = inode_find(dev, ino_nr);
+    int had;
+
+    if (!ino)
+        return 0;
+    pthread_mutex_lock(&ino->lock);
+    had = has_pending(ino);
+    if (had)
+        flush_sync(ino);
+    pthread_mutex_unlock(&ino->lock);
+    inode_release(ino);
+    return had;
 }
 
 void buffer_path_truncated(dev_t dev, ino_t ino_nr, int64_t len)

@@ -392,6 +392,7 @@ int main(int argc, char **argv)
         else if (IS("lstat")) ret = lstat(a[0], &st);
         else if (IS("lstat64")) ret = lstat64(a[0], &st64);
         else if (IS("fstat")) ret = fstat(fd, &st) ?: st.st_size;
+        else if (IS("fstat_mode")) ret = fstat(fd, &st) ?: (long long)st.st_mode;
         else if (IS("fstat64")) ret = fstat64(fd, &st64) ?: st64.st_size;
         else if (IS("fstatat")) ret = fstatat(AT_FDCWD, a[0], &st, 0);
         else if (IS("fstatat64")) ret = fstatat64(AT_FDCWD, a[0], &st64, 0);

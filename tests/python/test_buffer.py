@@ -217,6 +217,39 @@ def test_lock_write_unlock_then_another_process_reads(target, logdir, kind):
     assert fs["POSIX_WRITES"] == 1 and fs["POSIX_FALLBACKS"] == 0
 
 
+def test_setid_bits_cleared_by_a_write_show_at_once(tmp_path):
+    """A write by a user other than the owner clears the file's set-user-ID
+    bit (the kernel does, as the bytes land): fstat and stat right after
+    the write must show it cleared, as plain does, not after a flush."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to write as another user")
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
+    d = Path(subprocess.check_output(["mktemp", "-d", "-p", str(base), "sluice-setid-XXXX"], text=True).strip())
+    try:
+        d.chmod(0o777)
+        results = {}
+        for name in ("plain", "buffer"):
+            f = d / f"{name}.dat"
+            f.write_bytes(b"")
+            f.chmod(0o6777)
+            prog = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin_path("sluice-io"),
+                    f"open:{f}:rw", "write:10", "fstat_mode", f"stat:{f}", "close"]
+            if name == "plain":
+                out = subprocess.run(prog, capture_output=True, text=True, check=True).stdout
+            else:
+                logs = d / "logs"
+                logs.mkdir(mode=0o777)
+                out = sluice("run", "--mode", "buffer", "--log-dir", str(logs), "--path", str(d), "--", *prog).stdout
+            results[name] = ([json.loads(line)["ret"] for line in out.splitlines() if line.startswith("{")],
+                             f.stat().st_mode)
+        assert results["buffer"] == results["plain"]
+        assert not results["plain"][1] & 0o4000   # the kernel did clear it
+    finally:
+        subprocess.run(["rm", "-rf", str(d)])
+
+
 # ---------------------------------------------------------------- the differential tester
 
 # (write unit, read-ahead): 1 byte and 7 bytes force every edge of the
