@@ -7,16 +7,17 @@
  * optionally with nc_sync every --sync-every records; then nc_close.
  *
  * The format is netCDF-4 (HDF5 underneath, file locking left at HDF5's
- * default) unless --format says otherwise. The write syscalls the process
- * made during the timed phase come from /proc/self/io (the program cannot
- * count HDF5's own writes otherwise). --phase verify reopens the file and
- * checks every value.
+ * default) unless --format says otherwise. The read and write syscalls the
+ * process made during the timed phase, and the bytes it read, come from
+ * /proc/self/io (the program cannot count the library's own calls
+ * otherwise). --phase verify reopens the file and checks every value.
  * Output: one JSON line.
  */
 #define _GNU_SOURCE
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netcdf.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *prog = "sluice-bench-nc-append";
 
@@ -48,7 +50,8 @@ static void usage(FILE *out)
         "  -h, --help         this text\n"
         "\n"
         "Record t holds time = t/2 and v<k>[j][i] = (t*31 + k*1009 + j*nx + i) mod 100000.\n"
-        "write_syscalls is the rise of syscw in /proc/self/io over the timed phase.\n",
+        "write_syscalls, read_syscalls and read_bytes are the rises of syscw, syscr and\n"
+        "rchar in /proc/self/io over the timed phase (not counting its own reading).\n",
         prog);
 }
 
@@ -60,7 +63,9 @@ struct opts {
 };
 
 struct result {
-    uint64_t data_bytes, puts, syncs, file_bytes, write_syscalls, records_found, mismatches;
+    uint64_t data_bytes, puts, syncs, file_bytes, records_found, mismatches;
+    uint64_t write_syscalls, read_syscalls, read_bytes;
+    int io_known;  /* /proc/self/io could be read */
     double seconds;
 };
 
@@ -69,21 +74,36 @@ static float value(uint64_t t, uint64_t v, uint64_t idx)
     return (float)((t * 31u + v * 1009u + idx) % 100000u);
 }
 
-/* The write syscalls this process has made so far (all threads), or
- * UINT64_MAX when /proc/self/io cannot be read. */
-static uint64_t write_syscalls(void)
-{
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    uint64_t n = UINT64_MAX;
+/* The process's I/O so far (all threads), from /proc/self/io, read with
+ * exactly one read() whose size is kept: that read is itself counted in the
+ * next snapshot, and is taken off there. */
+struct proc_io {
+    uint64_t rchar, syscr, syscw;
+    uint64_t own_bytes;  /* what the read of this snapshot returned */
+};
 
-    if (f == NULL)
-        return n;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "syscw: %" SCNu64, &n) == 1)
-            break;
-    fclose(f);
-    return n;
+static int proc_io(struct proc_io *p)
+{
+    char buf[1024];
+    const char *rc, *sr, *sw;
+    ssize_t n;
+    int fd = open("/proc/self/io", O_RDONLY);
+
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    rc = strstr(buf, "rchar:");
+    sr = strstr(buf, "syscr:");
+    sw = strstr(buf, "syscw:");
+    if (rc == NULL || sr == NULL || sw == NULL || sscanf(rc, "rchar: %" SCNu64, &p->rchar) != 1 ||
+        sscanf(sr, "syscr: %" SCNu64, &p->syscr) != 1 || sscanf(sw, "syscw: %" SCNu64, &p->syscw) != 1)
+        return -1;
+    p->own_bytes = (uint64_t)n;
+    return 0;
 }
 
 #define NC_TRY(call)                                                                        \
@@ -100,13 +120,13 @@ static void phase_write(const struct opts *o, struct result *r)
     int *varids = calloc((size_t)o->vars, sizeof *varids);
     int ncid, dims[3], tvar;
     const char *units = "days since 2000-01-01 00:00:00";
-    uint64_t w0, w1;
+    struct proc_io io0, io1;
     struct stat st;
     double t0;
 
     if (buf == NULL || varids == NULL)
         bench_die(prog, 1, "malloc");
-    w0 = write_syscalls();
+    r->io_known = proc_io(&io0) == 0;
     t0 = bench_now();
     NC_TRY(nc_create(o->file, o->cmode | NC_CLOBBER, &ncid));
     NC_TRY(nc_def_dim(ncid, "time", NC_UNLIMITED, &dims[0]));
@@ -145,8 +165,13 @@ static void phase_write(const struct opts *o, struct result *r)
     }
     NC_TRY(nc_close(ncid));
     r->seconds = bench_now() - t0;
-    w1 = write_syscalls();
-    r->write_syscalls = w0 == UINT64_MAX || w1 == UINT64_MAX ? 0 : w1 - w0;
+    if (r->io_known && proc_io(&io1) == 0) {
+        r->write_syscalls = io1.syscw - io0.syscw;
+        r->read_syscalls = io1.syscr - io0.syscr - 1;
+        r->read_bytes = io1.rchar - io0.rchar - io0.own_bytes;
+    } else {
+        r->io_known = 0;
+    }
     if (stat(o->file, &st) != 0)
         bench_die(prog, 1, "stat %s", o->file);
     r->file_bytes = (uint64_t)st.st_size;
@@ -284,10 +309,12 @@ int main(int argc, char **argv)
     bench_json_str(o.file);
     printf(",\"records\":%" PRIu64 ",\"nx\":%" PRIu64 ",\"ny\":%" PRIu64 ",\"vars\":%" PRIu64
            ",\"sync_every\":%" PRIu64 ",\"data_bytes\":%" PRIu64 ",\"file_bytes\":%" PRIu64
-           ",\"nc_puts\":%" PRIu64 ",\"nc_syncs\":%" PRIu64 ",\"write_syscalls\":%" PRIu64
+           ",\"nc_puts\":%" PRIu64 ",\"nc_syncs\":%" PRIu64 ",\"proc_io\":%s"
+           ",\"write_syscalls\":%" PRIu64 ",\"read_syscalls\":%" PRIu64 ",\"read_bytes\":%" PRIu64
            ",\"records_found\":%" PRIu64 ",\"mismatches\":%" PRIu64 ",\"seconds\":%.9f}\n",
            o.records, o.nx, o.ny, o.vars, o.sync_every, r.data_bytes, r.file_bytes, r.puts,
-           r.syncs, r.write_syscalls, r.records_found, r.mismatches, r.seconds);
+           r.syncs, r.io_known ? "true" : "false", r.write_syscalls, r.read_syscalls, r.read_bytes,
+           r.records_found, r.mismatches, r.seconds);
     if (fflush(stdout) != 0)
         return 1;
     return r.mismatches == 0 ? 0 : 1;

@@ -17,12 +17,12 @@ def app_count(data: dict[str, Any], counter: str, own: str) -> float:
     return float(c["app"][counter]) if c else float(data[own])
 
 
-def fs_over_app(data: dict[str, Any], counter: str) -> float | None:
+def fs_over_app(data: dict[str, Any], counter: str, own: str) -> float | None:
     """fs / app of one sluice counter (e.g. bytes read: above 1 means the
-    file system moved more than the program asked for); 1 for a plain run,
-    None when the program asked for nothing."""
+    file system moved more than the program asked for); 1 for a plain run;
+    None when the program asked for nothing (plain: its own count `own` is 0)."""
     c = data.get("sluice_counters")
     if not c:
-        return 1.0
+        return 1.0 if data[own] else None
     app = c["app"][counter]
     return c["fs"][counter] / app if app else None

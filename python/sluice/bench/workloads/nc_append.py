@@ -5,7 +5,8 @@ written: an unlimited ``time`` dimension, a few 2-D fields per record."""
 from __future__ import annotations
 
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, fs_count, rate
-from sluice.bench.workloads.log_counts import app_count
+from sluice.bench.workloads.log_counts import app_count, fs_over_app
+from sluice.bench.workloads.randread import FS_BYTES_RATIO
 from sluice.bench.workloads.smallio import WALL
 from sluice.errors import UserError
 
@@ -31,6 +32,9 @@ class NcAppend(Workload):
         Metric("fs_writes", "calls", "lower",
                help="write calls that reached the file system (plain: the process's write syscalls)"),
         Metric("write_reduction", "x", help="write calls the program made per write call that reached the file system"),
+        Metric("fs_reads", "calls", "lower",
+               help="read calls that reached the file system (netCDF's classic formats read before they write)"),
+        FS_BYTES_RATIO,
         Metric("seconds", "s", "lower", help="create, define, appends, close"),
         WALL,
     )
@@ -50,13 +54,16 @@ class NcAppend(Workload):
                             f"in {v['records_found']} records, expected {want} in {p['records']}")
         if w["file_bytes"] < want or v["file_bytes"] != w["file_bytes"]:
             raise UserError(f"nc-append: the file has {v['file_bytes']} bytes, for {want} bytes of data")
-        own_known = "sluice_counters" in w or w["write_syscalls"] > 0  # 0: no /proc/self/io
-        fs_writes = fs_count(w, "POSIX_WRITES", "write_syscalls") if own_known else None
-        app_writes = app_count(w, "POSIX_WRITES", "write_syscalls") if own_known else None
+        # A plain run counts its own calls from /proc/self/io (the library makes them).
+        known = "sluice_counters" in w or w["proc_io"]
+        fs_writes = fs_count(w, "POSIX_WRITES", "write_syscalls") if known else None
+        app_writes = app_count(w, "POSIX_WRITES", "write_syscalls") if known else None
         return {
             "write_MBps": rate(w["data_bytes"], w["seconds"], MB),
             "fs_writes": fs_writes,
             "write_reduction": app_writes / fs_writes if fs_writes else None,
+            "fs_reads": fs_count(w, "POSIX_READS", "read_syscalls") if known else None,
+            "fs_read_bytes_ratio": fs_over_app(w, "POSIX_BYTES_READ", "read_bytes") if known else None,
             "seconds": w["seconds"],
             "wall_seconds": ctx.wall_seconds,
         }

@@ -51,7 +51,7 @@ class RandRead(Workload):
             "read_MBps": rate(r["bytes_read"], r["read_seconds"], MB),
             "reads_per_s": rate(r["read_ops"], r["read_seconds"]),
             "fs_reads": fs_count(r, "POSIX_READS", "read_ops"),
-            "fs_read_bytes_ratio": fs_over_app(r, "POSIX_BYTES_READ"),
+            "fs_read_bytes_ratio": fs_over_app(r, "POSIX_BYTES_READ", "bytes_read"),
             "read_seconds": r["read_seconds"],
             "wall_seconds": ctx.wall_seconds,
         }

@@ -50,7 +50,7 @@ class SmallRead(Workload):
             "read_MBps": rate(r["bytes_read"], r["read_seconds"], MB),
             "files_per_s": rate(r["opens"], r["read_seconds"]),
             "fs_reads": fs_count(r, "POSIX_READS", "read_ops"),
-            "fs_read_bytes_ratio": fs_over_app(r, "POSIX_BYTES_READ"),
+            "fs_read_bytes_ratio": fs_over_app(r, "POSIX_BYTES_READ", "bytes_read"),
             "fs_meta_ops": fs_meta_count(r, "opens"),
             "read_seconds": r["read_seconds"],
             "wall_seconds": ctx.wall_seconds,
