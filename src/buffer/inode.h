@@ -51,6 +51,11 @@ struct buffer_inode {
     int64_t ra_off, ra_len;
     uint64_t last_use;             /* for evicting the least recently used windows */
     int streaming;                 /* the last window was flushed full: start the next one at full size */
+    int scattered;                 /* positional writes too scattered to coalesce: straight through */
+    int contiguous_run;            /* while scattered: writes in a row that began where the last ended */
+    int direct_writes;             /* while scattered: writes that went straight through */
+    int retry_after;               /* while scattered: direct writes before buffering is tried again */
+    int64_t last_write_end;        /* while scattered: end of the last write */
     int dirty_noted;               /* counted in inode_dirty_windows() */
     struct buffer_inode *next;     /* table chain */
     struct buffer_desc *descs;     /* descriptions open on it (changed under both locks) */

@@ -70,6 +70,7 @@ void window_start(struct buffer_window *w, int64_t off, size_t span)
     w->span = span ? span : 1;
     w->base = off - off % (int64_t)w->span;
     w->next = 0;
+    w->adds = 0;
 }
 
 static int window_grow(struct buffer_window *w, size_t need, window_reserve_fn reserve)
@@ -153,6 +154,7 @@ int64_t window_add(struct buffer_window *w, const void *buf, int64_t off, int64_
         return -ENOMEM;
     memcpy(w->data + (off - w->base), buf, (size_t)(e - off));
     (void)extents_insert(w, off, e);
+    w->adds++;
     return e - off;
 }
 

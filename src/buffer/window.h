@@ -26,6 +26,7 @@ struct buffer_window {
     size_t cap;           /* bytes allocated in data */
     unsigned char *data;
     int next;             /* extents in use */
+    int adds;             /* writes taken since the window started (how much it coalesced) */
     int streaming;        /* allocate the whole span at once (sequential writer) */
     struct window_extent ext[WINDOW_MAX_EXTENTS];
 };

@@ -294,6 +294,47 @@ static int64_t append_offset(struct sluice_file *f, struct buffer_desc *d, struc
     return logical_size(ino, ino->fs_size);
 }
 
+/* Strided and random writers (N processes writing interleaved pieces of
+ * one file, scattered updates) fill a window with pieces that do not touch:
+ * its flush would make as many writes as the program did, after a copy.
+ * When a window runs out of pieces with fewer than 2 writes in each, it is
+ * written at once and the file's positional writes go straight through
+ * (nothing copied, nothing held) until 4 in a row follow each other, or
+ * until a number of them have gone through (256, doubling at each retry
+ * that finds the same pattern, at most 65,536): then one window is tried. */
+#define SCATTERED_RUN 4
+#define SCATTERED_RETRY_FIRST 256
+#define SCATTERED_RETRY_MAX 65536
+
+static void become_scattered(struct sluice_file *f, struct buffer_inode *ino)
+{
+    uint64_t t = sluice_now();
+
+    ino->retry_after = ino->retry_after ? ino->retry_after * 2 : SCATTERED_RETRY_FIRST;
+    if (ino->retry_after > SCATTERED_RETRY_MAX)
+        ino->retry_after = SCATTERED_RETRY_MAX;
+    ino->scattered = 1;
+    ino->contiguous_run = 0;
+    ino->direct_writes = 0;
+    ino->last_write_end = -1;
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACKS, t, t);
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACK_SCATTERED, t, t);
+}
+
+/* A positional write while scattered: 1 to write it straight through, 0
+ * to buffer it (and the writes after it) again. */
+static int scattered_write(struct buffer_inode *ino, int64_t off, int64_t n)
+{
+    ino->contiguous_run = off == ino->last_write_end ? ino->contiguous_run + 1 : 0;
+    ino->last_write_end = off + n;
+    if (ino->contiguous_run >= SCATTERED_RUN)
+        ino->retry_after = 0;   /* the pattern changed */
+    else if (++ino->direct_writes < ino->retry_after)
+        return 1;
+    ino->scattered = 0;
+    return 0;
+}
+
 /* Write n bytes at off (for append: off is the logical end) into ino's
  * window, or straight through. ino->lock held. */
 static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino,
@@ -303,6 +344,8 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
 
     if (!window_empty(&ino->win) && ino->win_append != append)
         flush_sync(ino);   /* positional and appended bytes never share a window */
+    if (ino->scattered && !append && scattered_write(ino, off, n))
+        return write_direct(f, d, ino, buf, n, off, 0);
     if ((size_t)n >= ino->unit) {
         /* Already large: one write, after what overlaps it in memory. */
         if (window_overlap(&ino->win, off, n) || append)
@@ -332,6 +375,15 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
             ino->win_append = append;
         }
         int64_t k = window_add(w, buf + done, at, n - done, budget_reserve);
+        if (k == -E2BIG && !append && w->adds < 2 * w->next) {
+            become_scattered(f, ino);
+            /* written here and now: the writes after it go straight through anyway */
+            ssize_t rc = write_direct(f, d, ino, buf + done, n - done, at, 0);
+            if (rc < 0)
+                return done ? done : rc;
+            done += rc;
+            break;
+        }
         if (k == 0 || k == -E2BIG) {
             flusher_submit(ino);
             inode_note_window(ino);
