@@ -4,6 +4,7 @@ serial program pays nothing for it."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -45,15 +46,38 @@ def test_known_counters_acb(workdir, logdir):
     e = run_known(workdir, logdir, "acb")
     assert nonzero(e["app"], "MPIIO_") == KNOWN_APP
     # Each rank's read of its own pending 2000 bytes writes them first (4
-    # writes on 4 private handles); the rest of each rank's range (4106
-    # bytes) goes to the one aggregator of this node at the first sync.
+    # writes through the program's own handles: the view is plain bytes, so
+    # no second open); the rest of each rank's range (4106 bytes) goes to
+    # the one aggregator of this node at the first sync.
     assert nonzero(e["fs"], "MPIIO_") == {
-        "MPIIO_COLL_OPENS": 4, "MPIIO_INDEP_OPENS": 4, "MPIIO_INDEP_WRITES": 8, "MPIIO_INDEP_READS": 4,
-        "MPIIO_COLL_READS": 4, "MPIIO_SYNCS": 16, "MPIIO_BYTES_WRITTEN": 4 * 6106, "MPIIO_BYTES_READ": 4 * 6206,
+        "MPIIO_COLL_OPENS": 4, "MPIIO_INDEP_WRITES": 8, "MPIIO_INDEP_READS": 4,
+        "MPIIO_COLL_READS": 4, "MPIIO_SYNCS": 8, "MPIIO_BYTES_WRITTEN": 4 * 6106, "MPIIO_BYTES_READ": 4 * 6206,
         "MPIIO_RW_SWITCHES": 6, "MPIIO_SIZE_READ_0_100": 4, "MPIIO_SIZE_READ_1K_10K": 4,
         "MPIIO_SIZE_WRITE_1K_10K": 8, "MPIIO_ACB_FLUSHES": 12,
     }
     assert e["fs"]["POSIX_WRITES"] == 8
+
+
+def test_file_per_process_under_acb_writes_its_own_coalesced_pieces(tmp_path, logdir):
+    """MPI_COMM_SELF files: no exchange, no second open; the small records
+    before the 2 MiB block reach the file system as one write before it,
+    the block goes straight to MPI-IO (no copy), the records after it as one
+    write at close. The files are plain's, byte for byte."""
+    plain_dir, acb_dir = tmp_path / "plain", tmp_path / "acb"
+    plain_dir.mkdir()
+    acb_dir.mkdir()
+    subprocess.run([*MPIRUN, bin_path("mpiio_fpp"), str(plain_dir)], env={**os.environ, **MPI_ENV}, check=True, timeout=300,
+                   capture_output=True)
+    sluice("run", "--mode", "acb", "--log-dir", str(logdir), "--path", str(acb_dir), "--",
+           *MPIRUN, bin_path("mpiio_fpp"), str(acb_dir), env=MPI_ENV)
+    r = report_json(logdir)
+    for rank in range(4):
+        name = f"rank_{rank}.dat"
+        assert (acb_dir / name).read_bytes() == (plain_dir / name).read_bytes(), name
+        e = file_entry(r, acb_dir / name)
+        assert e["app"]["MPIIO_INDEP_WRITES"] == 301 and e["app"]["MPIIO_ACB_DIRECT_WRITES"] == 1
+        assert e["fs"]["MPIIO_INDEP_OPENS"] == 1 and e["fs"]["MPIIO_INDEP_WRITES"] == 3
+        assert e["fs"]["MPIIO_BYTES_WRITTEN"] == 300 * 1000 + 2 * 1024 * 1024
 
 
 def test_atomic_mode_falls_back(workdir, logdir):
