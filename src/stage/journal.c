@@ -49,9 +49,10 @@ ssize_t journal_format(const struct journal_entry *e, char *buf, size_t len)
         if (*p == '\n')
             *p = ' ';
     k = snprintf(buf, len,
-                 "sluice-stage 1\nid=%s\npath=%s\nmode=%04o\nstate=%s\npid=%ld\ncreated_ns=%lld\n"
+                 "sluice-stage 2\nid=%s\npath=%s\nmode=%04o\npublish=%s\nstate=%s\npid=%ld\ncreated_ns=%lld\n"
                  "updated_ns=%lld\nerror=%s\n",
-                 e->id, path, (unsigned)(e->mode & 07777), state_names[e->state], (long)e->pid,
+                 e->id, path, (unsigned)(e->mode & 07777), e->inplace ? "inplace" : "create",
+                 state_names[e->state], (long)e->pid,
                  (long long)e->created_ns, (long long)e->updated_ns, error);
     if (k < 0 || (size_t)k >= len)
         return -1;

@@ -18,11 +18,14 @@ struct journal_entry {
     char id[96];
     char path[4096];
     mode_t mode;
+    int inplace;            /* publish into the existing file (it was truncated, not replaced) */
     enum journal_state state;
     pid_t pid;
     int64_t created_ns;
     int64_t updated_ns;
     char error[256];
+    int keep_times;         /* not in the journal text: the program set the file's times, so its
+                               publish carries the data file's (recover always carries them) */
 };
 
 /* The entry's text into buf; returns its length, or -1 if it does not fit. */

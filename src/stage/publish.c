@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "buffer/unit.h"
+#include "core/config.h"
 #include "core/counters.h"
 #include "sys/privfd.h"
 #include "sys/real.h"
+#include "sys/umask.h"
 
 /* DIR/.NAME.sluice-ID for final path DIR/NAME, NAME shortened (in bytes)
  * so that the whole name fits in a directory entry (255 bytes). */
@@ -162,11 +164,27 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
     return publish_copy_range(src, dst, 0, st.st_size, unit, rec);
 }
 
-int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
-                     struct sluice_record *rec, char *why, size_t whylen)
+/* How the destination descriptor came to be, which decides what is left
+ * to do once the bytes are in. */
+enum publish_dst {
+    DST_TEMP,      /* DIR/.NAME.sluice-ID: mode always, then renamed over NAME */
+    DST_CREATED,   /* NAME itself, created by us with the entry's mode */
+    DST_INPLACE,   /* NAME itself, an existing file truncated (inode, owner, links kept) */
+};
+
+/* Bits an open(O_CREAT) with mode m would not give (set-id and sticky
+ * bits, and those the umask takes away): they need an fchmod. */
+static int create_misses_bits(mode_t m)
 {
-    struct stat st;
-    int src, rc = 0;
+    return (m & 07000) || (m & sluice_umask_get());
+}
+
+static int complete(int ddir, const struct journal_entry *e, int dst, enum publish_dst how, const char *tmp,
+                    int64_t from, size_t unit, struct sluice_record *rec, char *why, size_t whylen)
+{
+    const char *name = how == DST_TEMP ? tmp : e->path;
+    struct stat st, dsb;
+    int src, rc = 0, chmod_needed = how == DST_TEMP;
     uint64_t t0;
 
     src = sluice_privfd_keep(SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
@@ -178,58 +196,124 @@ int publish_complete(int ddir, const struct journal_entry *e, int dst, const cha
         rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit, rec, st.st_size), rec)
                        : publish_copy_range(src, dst, from, st.st_size, unit, rec);
         if (rc)
-            fail("cannot write", tmp, -rc, why, whylen);
+            fail("cannot write", name, -rc, why, whylen);
     }
     /* (a copy made early may be longer than the file became) */
-    if (!rc && SLUICE_REAL(ftruncate)(dst, st.st_size) != 0)
-        rc = fail("cannot truncate", tmp, errno, why, whylen);
-    if (!rc) {
+    if (!rc && how == DST_TEMP && SLUICE_REAL(ftruncate)(dst, st.st_size) != 0)
+        rc = fail("cannot truncate", name, errno, why, whylen);
+    if (!rc && sluice_cfg.stage_fsync) {
         t0 = sluice_now();
         if (SLUICE_REAL(fsync)(dst) != 0)
-            rc = fail("cannot sync", tmp, errno, why, whylen);
+            rc = fail("cannot sync", name, errno, why, whylen);
         else
             count(rec, POSIX_FSYNCS, t0);
     }
+    if (how == DST_CREATED)
+        chmod_needed = create_misses_bits(e->mode & 07777);
+    if (!rc && how == DST_INPLACE) {
+        /* the file keeps its mode, as an open with O_TRUNC leaves it,
+         * unless the program changed it on the tier */
+        t0 = sluice_now();
+        if (SLUICE_REAL(fstat)(dst, &dsb) == 0) {
+            count(rec, POSIX_STATS, t0);
+            chmod_needed = (dsb.st_mode & 07777) != (e->mode & 07777);
+        }
+    }
     t0 = sluice_now();
-    if (!rc && SLUICE_REAL(fchmod)(dst, e->mode & 07777) != 0)
-        rc = fail("cannot set the mode of", tmp, errno, why, whylen);
-    else if (!rc)
+    if (!rc && chmod_needed && SLUICE_REAL(fchmod)(dst, e->mode & 07777) != 0)
+        rc = fail("cannot set the mode of", name, errno, why, whylen);
+    else if (!rc && chmod_needed)
         count(rec, POSIX_CHMODS, t0);
-    struct timespec times[2] = {st.st_atim, st.st_mtim};
-    t0 = sluice_now();
-    if (!rc && SLUICE_REAL(futimens)(dst, times) != 0)
-        rc = fail("cannot set the times of", tmp, errno, why, whylen);
-    else if (!rc)
-        count(rec, POSIX_UTIMES, t0);
+    if (!rc && (sluice_cfg.stage_keep_times || e->keep_times)) {
+        struct timespec times[2] = {st.st_atim, st.st_mtim};
+        t0 = sluice_now();
+        if (SLUICE_REAL(futimens)(dst, times) != 0)
+            rc = fail("cannot set the times of", name, errno, why, whylen);
+        else
+            count(rec, POSIX_UTIMES, t0);
+    }
 out:
     t0 = sluice_now();
     if (sluice_privfd_close(dst) != 0 && !rc)
-        rc = fail("cannot close", tmp, errno, why, whylen);
+        rc = fail("cannot close", name, errno, why, whylen);
     else if (rec && !rc)
         sluice_count_close(rec, SLUICE_SIDES_FS, t0, sluice_now());
     if (src >= 0)
         sluice_privfd_close(src);
-    if (!rc) {
+    if (!rc && how == DST_TEMP) {
         t0 = sluice_now();
         if (SLUICE_REAL(rename)(tmp, e->path) != 0)
             rc = fail("cannot rename to", e->path, errno, why, whylen);
         else
             count(rec, POSIX_RENAMES, t0);
     }
-    if (rc)
-        (void)SLUICE_REAL(unlink)(tmp);
+    /* a file this publish made and could not fill goes again (the data
+     * stays on the tier); one truncated in place stays as it is, as a
+     * program's own failed write leaves it */
+    if (rc && how != DST_INPLACE)
+        (void)SLUICE_REAL(unlink)(name);
     return rc;
+}
+
+int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
+                     struct sluice_record *rec, char *why, size_t whylen)
+{
+    return complete(ddir, e, dst, DST_TEMP, tmp, from, unit, rec, why, whylen);
+}
+
+/* Open e->path itself for the publish: the existing file truncated (an
+ * entry that must keep its inode), or, for data of at most one write
+ * (`direct_max` bytes), a new file made with the entry's mode. -EEXIST
+ * when the file must be replaced whole: a file of that name stands, or the
+ * data is larger (it goes under a temporary name and is renamed, so no
+ * reader sees it half copied). */
+static int open_final(int ddir, const struct journal_entry *e, int64_t direct_max, struct sluice_record *rec,
+                      enum publish_dst *how)
+{
+    uint64_t t0 = sluice_now();
+    struct stat sb;
+    int dst = -1;
+
+    if (e->inplace) {
+        dst = sluice_privfd_keep(SLUICE_REAL(open)(e->path, O_WRONLY | O_TRUNC | O_CLOEXEC, 0));
+        *how = DST_INPLACE;
+    }
+    if (dst < 0 && (SLUICE_REAL(fstatat)(ddir, e->id, &sb, AT_SYMLINK_NOFOLLOW) != 0 || sb.st_size > direct_max))
+        return -EEXIST;
+    if (dst < 0) {
+        t0 = sluice_now();
+        dst = sluice_privfd_keep(
+            SLUICE_REAL(open)(e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, e->mode & 07777));
+        *how = DST_CREATED;
+    }
+    if (dst < 0) {
+        int err = errno;
+        if (err != EEXIST && rec)
+            sluice_count_error(rec, SLUICE_SIDES_FS);
+        return -err;
+    }
+    if (rec)
+        sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+    return dst;
 }
 
 int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct sluice_record *rec,
                   char *why, size_t whylen)
 {
     char tmp[4200];
-    int dst = publish_begin(e, rec, tmp, sizeof tmp, why, whylen);
+    enum publish_dst how;
+    int dst = open_final(ddir, e, unit ? (int64_t)unit : 4 << 20, rec, &how);
 
+    if (dst >= 0)
+        return complete(ddir, e, dst, how, NULL, 0, unit, rec, why, whylen);
+    if (dst != -EEXIST)
+        return fail("cannot create", e->path, -dst, why, whylen);
+    /* A file of that name stands (made since, or left by a publish cut
+     * short): the new one replaces it whole, under a temporary name first. */
+    dst = publish_begin(e, rec, tmp, sizeof tmp, why, whylen);
     if (dst < 0)
         return dst;
-    return publish_complete(ddir, e, dst, tmp, 0, unit, rec, why, whylen);
+    return complete(ddir, e, dst, DST_TEMP, tmp, 0, unit, rec, why, whylen);
 }
 
 void publish_finish(int ddir, int jdir, struct journal_entry *e)

@@ -1,7 +1,9 @@
 /*
  * Publishing a staged file on the shared file system (docs/stage.md,
- * "Publishing"): copy under a temporary name in the final directory, sync,
- * mode and times, rename. The caller holds the entry's lock.
+ * "Publishing"): into the existing file (entries that keep their inode),
+ * created under its name (one write unit at most), or copied under a
+ * temporary name and renamed; mode, times and fsync only where needed or
+ * asked for. The caller holds the entry's lock.
  */
 #ifndef SLUICE_STAGE_PUBLISH_H
 #define SLUICE_STAGE_PUBLISH_H

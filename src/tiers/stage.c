@@ -314,7 +314,9 @@ static struct staged *next_precopy_locked(void)
         return NULL;
     for (int b = 0; b < STAGE_BUCKETS; b++)
         for (struct staged *s = st.buckets[b]; s; s = s->next)
-            if (s->e.state == JOURNAL_OPEN && !s->draining && !s->precopying &&
+            /* (not into a file published in place: its name would hold
+             * new bytes before the program closed it) */
+            if (s->e.state == JOURNAL_OPEN && !s->draining && !s->precopying && !s->e.inplace &&
                 staged_data_stat(s, &sb) == 0 && sb.st_size - s->pre_done >= sluice_cfg.stage_precopy)
                 return s;
     return NULL;
@@ -481,7 +483,7 @@ static int tier_has_room(void)
 
 /* A new staged file for abs; returns the data file's descriptor or -errno. */
 static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const char *abs, int flags,
-                            mode_t mode, int existed)
+                            mode_t mode, int existed, int keep_inode)
 {
     struct staged *s = calloc(1, sizeof *s);
     int fd, err;
@@ -495,6 +497,7 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
     s->e.pid = getpid();
     s->e.created_ns = s->e.updated_ns = journal_now_ns();
     s->existed = existed;
+    s->e.inplace = existed && keep_inode;   /* published into the same file (see stage_open) */
     s->rec = f->rec;
     s->pre_fd = -1;
     fd = SLUICE_REAL(openat)(st.ddir, s->e.id, data_flags(flags) | O_CREAT | O_EXCL, 0600);
@@ -528,7 +531,7 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
     const char *abs = f->rec->path;
     struct staged *s;
     struct stat sb;
-    int fd, existed = 0;
+    int fd, existed = 0, keep_inode = 0;
     uint64_t t0;
 
     d->s = NULL;
@@ -589,6 +592,12 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
         count_fs(f, POSIX_STATS, t0, 0);
         existed = 1;
         mode = sb.st_mode;
+        /* An overwrite is published by replacing the file whole (a reader
+         * never sees it half written), except where the inode is what the
+         * user relies on: another name links it, or it belongs to another
+         * user or group than a new file of ours would. Then it is written
+         * in place, as the program's O_TRUNC open would. */
+        keep_inode = sb.st_nlink > 1 || sb.st_uid != geteuid() || sb.st_gid != getegid();
     } else if (errno != ENOENT || !(flags & O_CREAT)) {
         count_fs(f, POSIX_STATS, t0, 1);
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
@@ -621,7 +630,7 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     }
     pthread_mutex_lock(&st.lock);
-    fd = stage_new_locked(f, d, abs, flags, mode, existed);
+    fd = stage_new_locked(f, d, abs, flags, mode, existed, keep_inode);
     pthread_mutex_unlock(&st.lock);
     if (fd < 0)
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
@@ -1070,6 +1079,7 @@ int stage_path_rename(const char *from, const char *to, int *rc)
         s->rec = rec;
     s->e.updated_ns = journal_now_ns();
     s->existed = 0;
+    s->e.inplace = 0;   /* a rename puts this file in the name's place */
     insert_locked(s);
     (void)journal_write(st.jdir, &s->e);
     pthread_cond_signal(&st.work);
@@ -1222,10 +1232,48 @@ static int stage_tier_path_chown(cstack *s, int level, cpath *p, uid_t uid, gid_
     return rc ? rc : sluice_tier_path_chown(s, level + 1, p, uid, gid, flags);
 }
 
+/* Times set on a staged file that is open: they are the data file's, and
+ * its publish carries them. 1 when abs is such a file (*rc: the result). */
+static int stage_set_times_open(const char *abs, const struct timespec times[2], int *rc)
+{
+    struct staged *s;
+    int hit;
+
+    if (!abs)
+        return 0;
+    pthread_mutex_lock(&st.lock);
+    hit = (s = lookup_locked(abs)) != NULL && s->opens > 0;
+    if (hit) {
+        *rc = SLUICE_REAL(utimensat)(st.ddir, s->e.id, times, 0) == 0 ? 0 : -errno;
+        if (*rc == 0)
+            s->e.keep_times = 1;
+    }
+    pthread_mutex_unlock(&st.lock);
+    return hit;
+}
+
 static int stage_tier_path_utimens(cstack *s, int level, cpath *p, const struct timespec times[2], int flags)
 {
-    int rc = stage_publish_now(staged_name(p));
+    int rc = 0;
+
+    if (stage_set_times_open(staged_name(p), times, &rc))
+        return rc;
+    rc = stage_publish_now(staged_name(p));
     return rc ? rc : sluice_tier_path_utimens(s, level + 1, p, times, flags);
+}
+
+/* futimens of an open staged file: the data file's times, carried at publish. */
+static int stage_futimens(struct sluice_file *f, int level, const struct timespec times[2])
+{
+    struct staged *s = desc_of(f, level)->s;
+    int rc = sluice_tier_futimens(f, level + 1, times);
+
+    if (rc == 0 && s) {
+        pthread_mutex_lock(&st.lock);
+        s->e.keep_times = 1;
+        pthread_mutex_unlock(&st.lock);
+    }
+    return rc;
 }
 
 static ssize_t stage_tier_path_xattr(cstack *s, int level, cpath *p, const struct sluice_xattr *x)
@@ -1256,7 +1304,7 @@ static void stage_tier_path_list(cpath *dir, void (*emit)(void *ctx, const char 
 /* Owner and extended attributes (ACLs: cp -p, tar) of an open staged file
  * are the shared file system's to keep: the file moves there first (as
  * when the tier is full), then the call goes down. Times need no move: the
- * data file's times are the ones published. */
+ * data file's times are published when the program set them. */
 static int stage_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
 {
     struct stage_desc *d = desc_of(f, level);
@@ -1312,6 +1360,7 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .control = stage_control,
     .fchmod = stage_fchmod,
     .fchown = stage_fchown,
+    .futimens = stage_futimens,
     .fxattr = stage_fxattr,
     .path_stat = stage_tier_path_stat,
     .path_statx = stage_tier_path_statx,

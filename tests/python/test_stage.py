@@ -72,8 +72,10 @@ def test_reopening_costs_the_shared_file_system_nothing(target, tier, logdir):
     assert app["POSIX_OPENS"] == 51 and app["POSIX_STATS"] == 50 and app["POSIX_WRITES"] == 51
     # the shared file system saw: the existence check of the file, whether
     # its directory takes a new file from us (permissions, read-only), then
-    # one publish (create the temporary name, one write, rename)
-    assert fs["POSIX_OPENS"] == 1 and fs["POSIX_WRITES"] == 1 and fs["POSIX_RENAMES"] == 1
+    # one publish: the file created with its mode, one write, closed (no
+    # temporary name, rename, fsync, chmod or times for a new small file)
+    assert fs["POSIX_OPENS"] == 1 and fs["POSIX_WRITES"] == 1 and fs["POSIX_RENAMES"] == 0
+    assert fs["POSIX_FSYNCS"] == fs["POSIX_CHMODS"] == fs["POSIX_UTIMES"] == 0
     assert fs["POSIX_STATS"] == 2 and fs["POSIX_BYTES_WRITTEN"] == 600
 
 
@@ -86,10 +88,10 @@ def test_staged_paths_answer_stat_unlink_rename(target, tier, logdir):
     assert rets[3:7] == [0, 0, -1, 0] and rets[10:14] == [0, -1, 0, 0]
     assert sorted(p.name for p in target.iterdir()) == ["b"] and b.read_bytes() == b"x" * 300
     r = report_json(logdir)
-    # the program's rename never reached the shared file system; the publish
-    # of b did (its temporary name renamed to b)
+    # the program's rename never reached the shared file system; b was
+    # published under its name directly (one create, no rename)
     assert file_entry(r, a)["fs"]["POSIX_RENAMES"] == 0 and file_entry(r, a)["app"]["POSIX_RENAMES"] == 1
-    assert file_entry(r, b)["fs"]["POSIX_RENAMES"] == 1 and file_entry(r, b)["fs"]["POSIX_OPENS"] == 1
+    assert file_entry(r, b)["fs"]["POSIX_RENAMES"] == 0 and file_entry(r, b)["fs"]["POSIX_OPENS"] == 1
     # stat, statx and access of the staged b were answered from the tier
     assert file_entry(r, b)["app"]["POSIX_STATS"] == 3 and file_entry(r, b)["fs"]["POSIX_STATS"] == 0
 
@@ -203,6 +205,38 @@ def test_reader_never_sees_a_partial_file(target, tier, logdir):
         stop.set()
         t.join()
     assert seen and set(seen) == {size}
+
+
+def test_overwrite_of_a_linked_file_keeps_its_inode(target, tier, logdir):
+    """O_TRUNC over a file another name links: published into that very
+    file (as plain's open writes it), so the other name sees the new bytes.
+    A file no other name links is replaced whole (no reader sees it half
+    written)."""
+    linked, other, alone = target / "linked.dat", target / "other-name.dat", target / "alone.dat"
+    linked.write_bytes(b"old" * 1000)
+    os.link(linked, other)
+    alone.write_bytes(b"old")
+    ino_linked, ino_alone = linked.stat().st_ino, alone.stat().st_ino
+    stage_run(tier, target, logdir, bin_path("sluice-io"), f"open:{linked}:w,trunc", "write:100", "close",
+              f"open:{alone}:w,trunc", "write:50", "close")
+    assert linked.read_bytes() == other.read_bytes() == b"x" * 100
+    assert linked.stat().st_ino == ino_linked and linked.stat().st_nlink == 2
+    assert alone.read_bytes() == b"x" * 50 and alone.stat().st_ino != ino_alone
+    r = report_json(logdir)
+    assert file_entry(r, linked)["fs"]["POSIX_RENAMES"] == 0 and file_entry(r, alone)["fs"]["POSIX_RENAMES"] == 1
+
+
+@pytest.mark.parametrize("opts,fsyncs,utimes", [((), 0, 0), (("--stage-fsync",), 1, 0),
+                                                (("--stage-keep-times",), 0, 1)])
+def test_publish_sync_and_times_settings(tmp_path, tier, logdir, opts, fsyncs, utimes):
+    work = tmp_path / "w"
+    work.mkdir()
+    f = work / "out.dat"
+    sluice("run", "--mode", "stage", "--tier", str(tier), "--log-dir", str(logdir), "--path", str(work), *opts,
+           "--", bin_path("sluice-io"), f"creat:{f}", "write:100", "close")
+    fs = file_entry(report_json(logdir), f)["fs"]
+    assert (fs["POSIX_FSYNCS"], fs["POSIX_UTIMES"]) == (fsyncs, utimes)
+    assert f.read_bytes() == b"x" * 100
 
 
 # ---------------------------------------------------------------- failures

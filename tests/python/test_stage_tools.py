@@ -18,9 +18,11 @@ import subprocess
 import sys
 import time
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from conftest import python_env, sluice
 from sluice.stage import journal
 from sluice.stage.journal import Entry, JournalError
@@ -102,7 +104,7 @@ def test_entry_round_trip_with_percent_and_newline_in_path():
               pid=4242, created_ns=1, updated_ns=2, error="ENOSPC: No space left on device")
     raw = journal.encode(e)
     assert b"path=/scratch/a%2525b%0Ac d/out%25.nc\n" in raw
-    assert raw.startswith(b"sluice-stage 1\nid=node-01.cluster-4242-7\n")
+    assert raw.startswith(b"sluice-stage 2\nid=node-01.cluster-4242-7\n")
     body, crc_line = raw[:-1].rsplit(b"\n", 1)
     assert crc_line == b"crc=%08x" % zlib.crc32(body + b"\n")
     assert journal.decode(raw, "node-01.cluster-4242-7") == e
@@ -112,10 +114,20 @@ def test_documented_layout():
     e = Entry(id="vm-4242-7", path="/mnt/sluice-pfs/run/out.nc", mode=0o644, state="closed", pid=4242,
               created_ns=1795000000000000000, updated_ns=1795000000123000000)
     lines = journal.encode(e).decode().splitlines()
-    assert lines[:-1] == ["sluice-stage 1", "id=vm-4242-7", "path=/mnt/sluice-pfs/run/out.nc", "mode=0644",
-                          "state=closed", "pid=4242", "created_ns=1795000000000000000",
+    assert lines[:-1] == ["sluice-stage 2", "id=vm-4242-7", "path=/mnt/sluice-pfs/run/out.nc", "mode=0644",
+                          "publish=create", "state=closed", "pid=4242", "created_ns=1795000000000000000",
                           "updated_ns=1795000000123000000", "error="]
     assert len(lines[-1]) == len("crc=") + 8
+    inplace = journal.encode(replace(e, inplace=True))
+    assert b"\npublish=inplace\n" in inplace and journal.decode(inplace, "vm-4242-7").inplace
+
+
+def test_version_1_entries_are_still_read():
+    """An entry left on a tier by the previous format (no `publish` line)."""
+    body = (b"sluice-stage 1\nid=vm-4242-7\npath=/x/out.nc\nmode=0640\nstate=closed\npid=4242\n"
+            b"created_ns=10\nupdated_ns=20\nerror=\n")
+    e = journal.decode(_with_crc(body), "vm-4242-7")
+    assert (e.path, e.mode, e.state, e.inplace) == ("/x/out.nc", 0o640, "closed", False)
 
 
 def _with_crc(body: bytes) -> bytes:
@@ -133,7 +145,9 @@ VALID_BODY = VALID[: VALID.rindex(b"crc=")]
     (lambda b: b[: len(b) // 2], "truncated"),
     (lambda b: b"", "truncated"),
     (lambda b: b[:-1], "truncated"),
-    (lambda b: b.replace(b"sluice-stage 1", b"sluice-stage 2"), "wrong format tag"),
+    (lambda b: b.replace(b"sluice-stage 2", b"sluice-stage 3"), "wrong format tag"),
+    (lambda b: _with_crc(VALID_BODY.replace(b"publish=create", b"publish=rename")), "bad publish"),
+    (lambda b: _with_crc(VALID_BODY.replace(b"sluice-stage 2", b"sluice-stage 1")), "key lines"),
     (lambda b: bytes(random.Random(5).randrange(256) for _ in range(300)), None),
     (lambda b: _with_crc(VALID_BODY.replace(b"mode=0644", b"mode=0648")), "bad mode"),
     (lambda b: _with_crc(VALID_BODY.replace(b"pid=4242", b"pid=+4242")), "bad pid"),
@@ -275,7 +289,7 @@ def test_corrupt_entry_is_reported_and_its_data_kept(tier, shared, damage):
     raw = tier.journal(e.id).read_bytes()
     raw = {"bad crc": raw.replace(b"state=closed", b"state=clos3d"),
            "truncated": raw[:40],
-           "wrong tag": raw.replace(b"sluice-stage 1", b"sluice-stage 9"),
+           "wrong tag": raw.replace(b"sluice-stage 2", b"sluice-stage 9"),
            "random bytes": random.Random(3).randbytes(200)}[damage]
     tier.journal(e.id).write_bytes(raw)
     cp = run_sluice("recover", str(tier.root), check=False)

@@ -1,7 +1,7 @@
 """Journal entries of stage mode: parse, encode, and rewrite them atomically.
 
 An entry is a small text file (docs/stage.md, "Journal entries"): the tag
-line ``sluice-stage 1``, then ``key=value`` lines in a fixed order, then
+line ``sluice-stage 2``, then ``key=value`` lines in a fixed order, then
 ``crc=`` with the CRC-32 of every byte before that line, as 8 lowercase hex
 digits. Entries come from disk and may be damaged, so the parser checks
 every byte and raises :class:`JournalError` (one line) rather than anything
@@ -17,8 +17,12 @@ import zlib
 from dataclasses import dataclass, replace
 from sluice.stage.tier import NotRegular, open_regular
 
-FORMAT_TAG = b"sluice-stage 1"
-KEYS = ("id", "path", "mode", "state", "pid", "created_ns", "updated_ns", "error")
+FORMAT_TAG = b"sluice-stage 2"
+KEYS = ("id", "path", "mode", "publish", "state", "pid", "created_ns", "updated_ns", "error")
+# Version 1 (before `publish`): still read, its entries publish by creating or replacing.
+FORMAT_TAG_V1 = b"sluice-stage 1"
+KEYS_V1 = tuple(k for k in KEYS if k != "publish")
+PUBLISH_KINDS = ("create", "inplace")
 STATES = ("open", "closed", "published")
 PENDING_STATES = ("open", "closed")
 
@@ -44,6 +48,7 @@ class Entry:
     created_ns: int   # CLOCK_REALTIME at creation
     updated_ns: int   # CLOCK_REALTIME at the last state change
     error: str = ""   # the last drain failure, one line; empty when none
+    inplace: bool = False  # publish into the existing file (it was truncated, not replaced)
 
     @property
     def host(self) -> str:
@@ -95,6 +100,7 @@ def encode(entry: Entry) -> bytes:
         b"id=" + entry.id.encode() + b"\n",
         b"path=" + encode_path(entry.path) + b"\n",
         b"mode=" + f"{entry.mode & 0o7777:04o}".encode() + b"\n",
+        b"publish=" + (b"inplace" if entry.inplace else b"create") + b"\n",
         b"state=" + entry.state.encode() + b"\n",
         b"pid=" + str(entry.pid).encode() + b"\n",
         b"created_ns=" + str(entry.created_ns).encode() + b"\n",
@@ -109,7 +115,7 @@ def decode(data: bytes, name: str | None = None) -> Entry:
     if not data.endswith(b"\n"):
         raise JournalError("truncated (no final newline)")
     lines = data[:-1].split(b"\n")
-    if lines[0] != FORMAT_TAG:
+    if lines[0] not in (FORMAT_TAG, FORMAT_TAG_V1):
         raise JournalError(f"wrong format tag (want {FORMAT_TAG.decode()!r})")
     crc_line = lines[-1]
     if not crc_line.startswith(b"crc="):
@@ -120,19 +126,19 @@ def decode(data: bytes, name: str | None = None) -> Entry:
     body = data[: len(data) - len(crc_line) - 1]
     if zlib.crc32(body) != int(crc_hex, 16):
         raise JournalError("CRC mismatch")
-    values = _key_values(lines[1:-1])
+    values = _key_values(lines[1:-1], KEYS if lines[0] == FORMAT_TAG else KEYS_V1)
     entry = _entry_from(values)
     if name is not None and entry.id != name:
         raise JournalError(f"id {entry.id!r} does not match the entry's name")
     return entry
 
 
-def _key_values(lines: list[bytes]) -> dict[str, bytes]:
-    """The values of KEYS, which must appear once each, in order."""
-    if len(lines) != len(KEYS):
-        raise JournalError(f"{len(lines)} key lines, want {len(KEYS)}")
+def _key_values(lines: list[bytes], keys: tuple[str, ...]) -> dict[str, bytes]:
+    """The values of `keys`, which must appear once each, in order."""
+    if len(lines) != len(keys):
+        raise JournalError(f"{len(lines)} key lines, want {len(keys)}")
     values: dict[str, bytes] = {}
-    for key, line in zip(KEYS, lines):
+    for key, line in zip(keys, lines):
         k, sep, v = line.partition(b"=")
         if not sep or k != key.encode():
             raise JournalError(f"want key {key!r}, found {k[:40].decode('ascii', 'replace')!r}")
@@ -151,6 +157,9 @@ def _entry_from(v: dict[str, bytes]) -> Entry:
     state = v["state"].decode("ascii", "replace")
     if state not in STATES:
         raise JournalError("bad state")
+    publish = v.get("publish", b"create").decode("ascii", "replace")
+    if publish not in PUBLISH_KINDS:
+        raise JournalError("bad publish")
     return Entry(
         id=entry_id,
         path=decode_path(v["path"]),
@@ -160,6 +169,7 @@ def _entry_from(v: dict[str, bytes]) -> Entry:
         created_ns=_number(v["created_ns"], "created_ns"),
         updated_ns=_number(v["updated_ns"], "updated_ns"),
         error=v["error"].decode("utf-8", "replace"),
+        inplace=publish == "inplace",
     )
 
 

@@ -5,7 +5,9 @@
 2. Re-read the entry under the lock; gone: stop; published: finish removing it.
 3. Copy data/ID to DIR/.NAME.sluice-ID (O_CREAT|O_EXCL, 0600, stale one
    removed first) in 4 MiB writes, fsync, fchmod(mode), the data file's
-   access and modification times, close.
+   access and modification times, close; an entry with publish=inplace is
+   written into the existing file instead (same steps, mode only if it
+   differs), and step 4 is skipped.
 4. rename to the final path.
 5. Rewrite the entry state=published, unlink data/ID and journal/ID.
 
@@ -206,10 +208,15 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
 
 def copy_to_final(tier: Tier, entry: Entry, target: str | None = None) -> int:
     """Steps 3 and 4: the data under a temporary name, then renamed to the
-    final path (or `target`)."""
+    final path (or `target`); an entry staged by truncating an existing file
+    is written into that file instead (its inode, owner and links stay)."""
     src = open_regular(tier.data(entry.id))
     try:
         times = os.fstat(src)
+        if entry.inplace and target in (None, entry.path):
+            nbytes = _copy_in_place(src, entry, times)
+            if nbytes is not None:
+                return nbytes
         tmp = temp_path(entry)
         _unlink_if_present(tmp)  # left by a publisher that died
         dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -228,6 +235,25 @@ def copy_to_final(tier: Tier, entry: Entry, target: str | None = None) -> int:
             raise
     finally:
         os.close(src)
+    return nbytes
+
+
+def _copy_in_place(src: int, entry: Entry, times: os.stat_result) -> int | None:
+    """The data written over the existing file at entry.path, as an open
+    with O_TRUNC would; None when that file cannot be opened so (gone,
+    no longer writable): the caller replaces it instead."""
+    try:
+        dst = os.open(entry.path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        nbytes = _copy(src, dst)
+        os.fsync(dst)
+        if os.fstat(dst).st_mode & 0o7777 != entry.mode:
+            os.fchmod(dst, entry.mode)
+        os.utime(dst, ns=(times.st_atime_ns, times.st_mtime_ns))
+    finally:
+        os.close(dst)
     return nbytes
 
 
