@@ -199,6 +199,13 @@ struct sluice_tier_ops {
     int (*quiesce)(unsigned why);
     /* Whole process, in a forked child: reset locks and threads. */
     void (*after_fork_child)(void);
+
+    /* 1 when none of the tier's path slots would change a path call now
+     * (it holds nothing a path call must see: buffer mode with no file
+     * buffered): such calls then go to the kernel first, and the path is
+     * read only after it (no check of the pointer). A tier without this
+     * slot is never idle. */
+    int (*path_idle)(void);
 };
 
 /* True when `ops` was compiled with slot `member` and fills it. */

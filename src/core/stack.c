@@ -28,6 +28,9 @@ static struct sluice_stack templates[SLUICE_MODE_COUNT];
  * path's mode must be known before its call goes down. */
 static unsigned path_tier_modes;
 
+/* Each mode's tiers with path slots, above the bottom one. */
+static const struct sluice_tier_ops *path_tiers[SLUICE_MODE_COUNT][SLUICE_MAX_TIERS];
+
 /* The tiers each mode puts on top. */
 static const char *const mode_tiers[SLUICE_MODE_COUNT] = {
 #define SLUICE_MODE(id, name, tiers, help) [SLUICE_MODE_##id] = tiers,
@@ -106,9 +109,13 @@ int sluice_stack_init(const char *tiers, int allow_test_tiers)
         template_add(m, mode_tiers[m], allow_test_tiers);
         template_add(m, tiers, allow_test_tiers);
         templates[m].tier[templates[m].depth++] = sluice_tier_find("passthru");
+        int n = 0;
         for (int i = 0; i < templates[m].depth - 1; i++)
-            if (tier_has_path_slots(templates[m].tier[i]))
+            if (tier_has_path_slots(templates[m].tier[i])) {
                 path_tier_modes |= 1u << m;
+                path_tiers[m][n++] = templates[m].tier[i];
+            }
+        path_tiers[m][n] = NULL;
     }
     return templates[SLUICE_MODE_PROFILE].depth;
 }
@@ -149,7 +156,16 @@ const struct sluice_stack *sluice_stack_of(enum sluice_mode mode)
 
 int sluice_stack_has_path_tiers(void)
 {
-    return (path_tier_modes & sluice_policy_modes_used()) != 0;
+    unsigned modes = path_tier_modes & sluice_policy_modes_used();
+
+    for (int m = 0; modes; m++, modes >>= 1) {
+        if (!(modes & 1))
+            continue;
+        for (int i = 0; path_tiers[m][i]; i++)
+            if (!SLUICE_TIER_HAS(path_tiers[m][i], path_idle) || !path_tiers[m][i]->path_idle())
+                return 1;
+    }
+    return 0;
 }
 
 int sluice_stack_caps(enum sluice_mode mode)

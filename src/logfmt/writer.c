@@ -29,12 +29,23 @@ struct out {
     int fd;
     size_t used;      /* bytes in wbuf */
     uint64_t off;     /* file offset of wbuf[0] */
-    uint32_t crc;     /* CRC of the current region so far */
+    uint32_t crc;     /* CRC of the current region up to wbuf[crc_from] */
+    size_t crc_from;  /* bytes of wbuf before it are in crc (or before the region) */
     int err;          /* first error (-errno) */
 };
 
+/* The region's CRC takes in what was buffered since it last did: whole
+ * buffers at a time, not field by field (a log holds millions of fields). */
+static void out_crc_catch_up(struct out *o)
+{
+    o->crc = sluice_crc32(o->crc, wbuf + o->crc_from, o->used - o->crc_from);
+    o->crc_from = o->used;
+}
+
 static void out_flush(struct out *o)
 {
+    out_crc_catch_up(o);
+    o->crc_from = 0;
     if (o->used && !o->err)
         o->err = sluice_write_all(o->fd, wbuf, o->used);
     o->off += o->used;
@@ -44,7 +55,6 @@ static void out_flush(struct out *o)
 static void out_bytes(struct out *o, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    o->crc = sluice_crc32(o->crc, p, n);
     while (n) {
         size_t k = sizeof wbuf - o->used;
         if (k > n)
@@ -116,10 +126,12 @@ static void region_begin(struct out *o, struct region *r, uint32_t type, uint32_
     r->version = version;
     r->offset = o->off + o->used;
     o->crc = 0;
+    o->crc_from = o->used;
 }
 
 static void region_end(struct out *o, struct region *r)
 {
+    out_crc_catch_up(o);
     r->length = o->off + o->used - r->offset;
     r->crc = o->crc;
 }

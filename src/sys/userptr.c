@@ -5,23 +5,50 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #define PAGE 4096
+#define FIRST_STEP 256   /* most paths end within it: a small first copy */
+
+/* Our pid without a system call per check: forgotten in a forked child
+ * (a vfork child shares our memory, so the parent's pid reads it right). */
+static pid_t self_pid;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void forget_pid(void)
+{
+    self_pid = 0;
+}
+
+static void watch_forks(void)
+{
+    (void)pthread_atfork(NULL, NULL, forget_pid);
+}
+
+static pid_t own_pid(void)
+{
+    pthread_once(&atfork_once, watch_forks);
+    if (!self_pid)
+        self_pid = getpid();
+    return self_pid;
+}
 
 int sluice_user_str_ok(const char *p)
 {
     char tmp[PAGE];
     int saved = errno, ok = 1;
-    pid_t self = getpid();
+    pid_t self = own_pid();
     size_t seen = 0;
 
     if (sluice_ptr_null_page(p))
         return 0;
     while (seen <= PATH_MAX) {
         size_t n = PAGE - ((uintptr_t)p % PAGE);
+        if (seen == 0 && n > FIRST_STEP)
+            n = FIRST_STEP;
         struct iovec local = {tmp, n}, remote = {(void *)p, n};
         ssize_t got = process_vm_readv(self, &local, 1, &remote, 1, 0);
         if (got < 0) {

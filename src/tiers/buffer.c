@@ -1179,6 +1179,13 @@ int buffer_active(void)
     return inode_count() > 0;
 }
 
+/* No file buffered: stat sizes need no fixing and nothing needs writing
+ * before a metadata change, so path calls can skip resolving first. */
+static int buffer_path_idle(void)
+{
+    return !buffer_active();
+}
+
 static void buffer_after_fork_child(void)
 {
     budget_after_fork_child();
@@ -1265,4 +1272,5 @@ const struct sluice_tier_ops sluice_tier_buffer = {
     .stream_buffer_free = buffer_stream_free,
     .quiesce = buffer_quiesce,
     .after_fork_child = buffer_after_fork_child,
+    .path_idle = buffer_path_idle,
 };

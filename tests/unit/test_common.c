@@ -78,6 +78,14 @@ int main(void)
     CHECK_EQ(sluice_crc32(0, "123456789", 9), 0xCBF43926u);
     uint32_t c = sluice_crc32(0, "12345", 5);
     CHECK_EQ(sluice_crc32(c, "6789", 4), 0xCBF43926u);
+    /* the 8-byte steps, unaligned starts and tails (zlib.crc32 of bytes (i*131+7)%256) */
+    unsigned char data[1000];
+    for (int i = 0; i < 1000; i++)
+        data[i] = (unsigned char)((i * 131 + 7) % 256);
+    CHECK_EQ(sluice_crc32(0, data, 1000), 0x1ed57bb9u);
+    CHECK_EQ(sluice_crc32(0, data, 13), 0xe7be5425u);
+    CHECK_EQ(sluice_crc32(0, data + 3, 997), 0x0891265fu);
+    CHECK_EQ(sluice_crc32(sluice_crc32(0, data, 501), data + 501, 499), 0x1ed57bb9u);
 
     int64_t v;
     CHECK_EQ(sluice_config_parse_int("65536", &v), 0);
