@@ -63,7 +63,8 @@ static int open_private(int at, const char *name, const char *shown, char *why, 
     return fd;
 }
 
-int tierdir_open(const char *path, int *root, int *data, int *journal, int *locks, char *why, size_t whylen)
+int tierdir_open(const char *path, int *root, int *data, int *journal, int *locks, int *names, char *why,
+                 size_t whylen)
 {
     char sub[4200];
 
@@ -76,7 +77,11 @@ int tierdir_open(const char *path, int *root, int *data, int *journal, int *lock
     *journal = *data < 0 ? -1 : open_private(*root, "journal", sub, why, whylen);
     snprintf(sub, sizeof sub, "%s/locks", path);
     *locks = *journal < 0 ? -1 : open_private(*root, "locks", sub, why, whylen);
-    if (*data < 0 || *journal < 0 || *locks < 0) {
+    snprintf(sub, sizeof sub, "%s/names", path);
+    *names = *locks < 0 ? -1 : open_private(*root, "names", sub, why, whylen);
+    if (*data < 0 || *journal < 0 || *locks < 0 || *names < 0) {
+        if (*locks >= 0)
+            SLUICE_REAL(close)(*locks);
         if (*journal >= 0)
             SLUICE_REAL(close)(*journal);
         if (*data >= 0)

@@ -33,6 +33,7 @@
 #include "sys/umask.h"
 #include "sys/real.h"
 #include "stage/journal.h"
+#include "stage/names.h"
 #include "stage/publish.h"
 #include "stage/stage.h"
 #include "stage/tierdir.h"
@@ -60,11 +61,13 @@ struct staged {
 
 struct stage_desc {
     struct staged *s;             /* NULL: straight through to the shared file system */
+    int foreign;                  /* reading a file another process staged (its data file) */
+    mode_t foreign_mode;          /* that file's mode, as the index says */
 };
 
 static struct {
     int usable;
-    int ddir, jdir, ldir;
+    int ddir, jdir, ldir, ndir;
     int ownerfd;             /* locks/HOST-PID, flock'ed while this process may own entries; -1: not yet */
     char tier[4096];
     char host[64];
@@ -247,6 +250,14 @@ static void owner_lock_drop_locked(void)
     st.ownerfd = -1;
 }
 
+/* s is on the shared file system: its entry and data go, then its index
+ * link (so that another process always finds the file in one place). */
+static void published_locked(struct staged *s)
+{
+    publish_finish(st.ddir, st.jdir, &s->e);
+    names_remove(st.ndir, s->e.path, s->e.id);
+}
+
 static void forget_locked(struct staged *s)
 {
     precopy_drop_locked(s);
@@ -268,7 +279,7 @@ static int stage_init(void)
         snprintf(st.tier, sizeof st.tier, "%s", sluice_cfg.tier);
     else
         tierdir_default(st.tier, sizeof st.tier);
-    if (tierdir_open(st.tier, &root, &st.ddir, &st.jdir, &st.ldir, why, sizeof why) != 0) {
+    if (tierdir_open(st.tier, &root, &st.ddir, &st.jdir, &st.ldir, &st.ndir, why, sizeof why) != 0) {
         sluice_diag("stage mode: %s; files are written straight to the shared file system", why);
         return 0;   /* the tier stays in the stack and passes everything through */
     }
@@ -276,6 +287,7 @@ static int stage_init(void)
     st.ddir = sluice_privfd_keep(st.ddir);
     st.jdir = sluice_privfd_keep(st.jdir);
     st.ldir = sluice_privfd_keep(st.ldir);
+    st.ndir = sluice_privfd_keep(st.ndir);
     st.ownerfd = -1;
     if (gethostname(st.host, sizeof st.host - 1) != 0)
         strcpy(st.host, "host");
@@ -430,7 +442,7 @@ static void *drainer_main(void *arg)
             continue;
         }
         if (rc == 0) {
-            publish_finish(st.ddir, st.jdir, &s->e);
+            published_locked(s);
             dir_note_published_locked(s->e.path);
             forget_locked(s);
         } else {
@@ -481,12 +493,76 @@ static int tier_has_room(void)
     return (int64_t)sv.f_bavail * (int64_t)sv.f_frsize >= sluice_cfg.stage_reserve;
 }
 
+/* abs is staged by another process on the node (its index link, and its
+ * data still on the tier): 1 and *e. Never for this process's own files. */
+static int foreign_lookup(const char *abs, struct names_entry *e)
+{
+    struct stat sb;
+    int own;
+
+    if (!st.usable || !names_lookup(st.ndir, abs, e))
+        return 0;
+    pthread_mutex_lock(&st.lock);
+    own = lookup_locked(abs) != NULL;
+    pthread_mutex_unlock(&st.lock);
+    return !own && SLUICE_REAL(fstatat)(st.ddir, e->id, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Whether the process that owns entry id still runs (it holds its lock,
+ * locks/HOST-PID, while it does). */
+static int owner_alive(const char *id)
+{
+    char owner[96];
+    const char *dash = strrchr(id, '-');
+    int fd, alive = 1;
+
+    if (!dash || (size_t)(dash - id) >= sizeof owner)
+        return 1;
+    snprintf(owner, sizeof owner, "%.*s", (int)(dash - id), id);
+    fd = SLUICE_REAL(openat)(st.ldir, owner, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (fd < 0)
+        return 0;
+    if (SLUICE_REAL(flock)(fd, LOCK_SH | LOCK_NB) == 0)
+        alive = 0;   /* nobody holds it: its process ended */
+    SLUICE_REAL(close)(fd);
+    return alive;
+}
+
+/* Another process's staged file is about to be changed here (written,
+ * truncated, renamed, removed): wait until its process has published it,
+ * then the call goes to the shared file system. Its process publishes it
+ * once closed and left alone for the stage delay; if that process has
+ * ended, `sluice recover` is its publisher, and after a minute without
+ * progress the call goes on anyway; both are said on stderr. */
+#define WAIT_PUBLISHED_NS (60LL * 1000000000)
+
+static void wait_published(const char *abs)
+{
+    struct names_entry e;
+    int64_t start = journal_now_ns();
+
+    while (foreign_lookup(abs, &e)) {
+        if (!owner_alive(e.id)) {
+            sluice_diag("stage mode: %s was staged by a process that has ended; `sluice recover %s` publishes it",
+                        abs, st.tier);
+            return;
+        }
+        if (journal_now_ns() - start > WAIT_PUBLISHED_NS) {
+            sluice_diag("stage mode: %s is still staged by another process after a minute; going on without it",
+                        abs);
+            return;
+        }
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* A new staged file for abs; returns the data file's descriptor or -errno. */
 static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const char *abs, int flags,
                             mode_t mode, int existed, int keep_inode)
 {
     struct staged *s = calloc(1, sizeof *s);
-    int fd, err;
+    int fd, err = 0;
 
     if (!s)
         return -ENOMEM;
@@ -510,9 +586,12 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
         free(s);
         return err;
     }
-    if (owner_lock_locked() != 0 || (err = journal_write(st.jdir, &s->e)) != 0) {
-        err = -EIO;
+    if (owner_lock_locked() != 0 || (err = journal_write(st.jdir, &s->e)) != 0 ||
+        (err = names_add(st.ndir, abs, s->e.id, s->e.mode)) != 0) {
+        /* -EEXIST: another process on the node staged the name meanwhile */
+        err = err == -EEXIST ? -EEXIST : -EIO;
         SLUICE_REAL(close)(fd);
+        SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
         SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
         free(s);
         return err;
@@ -531,12 +610,15 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
     const char *abs = f->rec->path;
     struct staged *s;
     struct stat sb;
-    int fd, existed = 0, keep_inode = 0;
+    int fd, existed = 0, keep_inode = 0, retried = 0;
     uint64_t t0;
 
     d->s = NULL;
+    d->foreign = 0;
     if (!st.usable || abs[0] != '/')
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+again:
+    existed = keep_inode = 0;
     pthread_mutex_lock(&st.lock);
     /* A file being published is not changed under the drainer's mapping:
      * wait for that publish (it goes again after this open's close). */
@@ -565,6 +647,24 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
         return fd;
     }
     pthread_mutex_unlock(&st.lock);
+
+    /* Staged by another process on the node: read from its data file; an
+     * exclusive create fails; anything else waits until it is published. */
+    struct names_entry ne;
+    if (foreign_lookup(abs, &ne)) {
+        if ((flags & O_CREAT) && (flags & O_EXCL))
+            return -EEXIST;
+        if ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_DIRECTORY | O_PATH))) {
+            fd = SLUICE_REAL(openat)(st.ddir, ne.id, (flags & ~(O_CREAT | O_EXCL)) | O_NOFOLLOW, 0);
+            if (fd >= 0) {
+                d->foreign = 1;
+                d->foreign_mode = ne.mode;
+                return fd;
+            }
+        } else {
+            wait_published(abs);
+        }
+    }
 
     /* Not staged: only a new or truncated file for writing is; reading or
      * updating an existing file goes straight through. */
@@ -632,6 +732,13 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
     pthread_mutex_lock(&st.lock);
     fd = stage_new_locked(f, d, abs, flags, mode, existed, keep_inode);
     pthread_mutex_unlock(&st.lock);
+    if (fd == -EEXIST && (flags & O_CREAT) && (flags & O_EXCL))
+        return -EEXIST;   /* another process staged the name first */
+    if (fd == -EEXIST && !retried) {
+        wait_published(abs);
+        retried = 1;
+        goto again;
+    }
     if (fd < 0)
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     return fd;
@@ -663,7 +770,7 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
             if (pos >= 0)
                 SLUICE_REAL(lseek)(f->fd, pos, SEEK_SET);
             if (--s->opens == 0) {
-                publish_finish(st.ddir, st.jdir, &s->e);
+                published_locked(s);
                 forget_locked(s);
             }
             d->s = NULL;
@@ -802,8 +909,12 @@ static int stage_fstat(struct sluice_file *f, int level, struct stat *sb)
 {
     struct staged *s = desc_of(f, level)->s;
 
-    if (!s)
-        return sluice_tier_fstat(f, level + 1, sb);
+    if (!s) {
+        int rc = sluice_tier_fstat(f, level + 1, sb);
+        if (rc == 0 && desc_of(f, level)->foreign)
+            sb->st_mode = (sb->st_mode & ~07777) | desc_of(f, level)->foreign_mode;
+        return rc;
+    }
     if (SLUICE_REAL(fstat)(f->fd, sb) < 0)
         return -errno;
     sb->st_mode = (sb->st_mode & ~07777) | s->e.mode;
@@ -886,7 +997,7 @@ rescan:
             }
             precopy_drop_locked(s);
             if (publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why) == 0) {
-                publish_finish(st.ddir, st.jdir, &s->e);
+                published_locked(s);
                 dir_note_published_locked(s->e.path);
                 forget_locked(s);   /* s is freed: scan again */
                 goto rescan;
@@ -1042,6 +1153,7 @@ int stage_path_unlink(const char *abs, int *rc)
     int existed = s->existed;
     SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
     SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
+    names_remove(st.ndir, abs, s->e.id);
     /* Open descriptors keep the (now nameless) data file, as unlink does. */
     forget_locked(s);
     pthread_mutex_unlock(&st.lock);
@@ -1068,11 +1180,14 @@ int stage_path_rename(const char *from, const char *to, int *rc)
     if (t && t != s) {
         SLUICE_REAL(unlinkat)(st.ddir, t->e.id, 0);
         SLUICE_REAL(unlinkat)(st.jdir, t->e.id, 0);
+        names_remove(st.ndir, to, t->e.id);
         forget_locked(t);
     }
     int existed = s->existed;
     unlink_locked(s);
+    names_remove(st.ndir, from, s->e.id);
     snprintf(s->e.path, sizeof s->e.path, "%s", to);
+    (void)names_add(st.ndir, to, s->e.id, s->e.mode);   /* (another's entry there was waited for) */
     /* what reaches the shared file system for it is counted on its new name */
     struct sluice_record *rec = sluice_record_get(SLUICE_MOD_POSIX, to);
     if (rec)
@@ -1097,6 +1212,7 @@ static int stage_path_set_mode(const char *abs, mode_t mode)
         s->e.mode = mode & 07777;
         s->e.updated_ns = journal_now_ns();
         (void)journal_write(st.jdir, &s->e);
+        (void)names_update(st.ndir, abs, s->e.id, s->e.mode);
     }
     pthread_mutex_unlock(&st.lock);
     return s != NULL;
@@ -1115,19 +1231,47 @@ static const char *staged_name(cpath *p)
     return p->abs && stage_active() ? p->abs : NULL;
 }
 
+/* The path's absolute name when any process on the node may have. */
+static const char *managed_name(cpath *p)
+{
+    return p->abs && st.usable ? p->abs : NULL;
+}
+
+/* stat of a path staged here or by another process on the node. */
+static int any_staged_stat(cpath *p, struct stat *sb)
+{
+    const char *abs = staged_name(p), *any = managed_name(p);
+    struct names_entry e;
+
+    if (abs && stage_path_stat(abs, sb))
+        return 1;
+    if (!any || !foreign_lookup(any, &e) || SLUICE_REAL(fstatat)(st.ddir, e.id, sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    sb->st_mode = (sb->st_mode & ~07777) | e.mode;
+    return 1;
+}
+
+/* A call that changes a path another process staged waits for its publish. */
+static void settle_foreign(cpath *p)
+{
+    const char *any = managed_name(p);
+    struct names_entry e;
+
+    if (any && foreign_lookup(any, &e))
+        wait_published(any);
+}
+
 static int stage_tier_path_stat(cstack *s, int level, cpath *p, struct stat *sb, int flags)
 {
-    const char *abs = staged_name(p);
-    if (abs && stage_path_stat(abs, sb))
+    if (any_staged_stat(p, sb))
         return 0;
     return sluice_tier_path_stat(s, level + 1, p, sb, flags);
 }
 
 static int stage_tier_path_statx(cstack *s, int level, cpath *p, int flags, unsigned mask, struct statx *stx)
 {
-    const char *abs = staged_name(p);
     struct stat sb;
-    if (abs && stage_path_stat(abs, &sb)) {
+    if (any_staged_stat(p, &sb)) {
         sluice_stat_to_statx(&sb, stx);
         return 0;
     }
@@ -1136,9 +1280,8 @@ static int stage_tier_path_statx(cstack *s, int level, cpath *p, int flags, unsi
 
 static int stage_tier_path_access(cstack *s, int level, cpath *p, int mode, int flags)
 {
-    const char *abs = staged_name(p);
     struct stat sb;
-    if (abs && stage_path_stat(abs, &sb))
+    if (any_staged_stat(p, &sb))
         return 0;
     return sluice_tier_path_access(s, level + 1, p, mode, flags);
 }
@@ -1161,6 +1304,8 @@ static int stage_tier_path_unlink(cstack *s, int level, cpath *p, int flags)
     int rc;
     if (abs && !(flags & AT_REMOVEDIR) && stage_path_unlink(abs, &rc))
         return rc;
+    if (!(flags & AT_REMOVEDIR))
+        settle_foreign(p);
     return sluice_tier_path_unlink(s, level + 1, p, flags);
 }
 
@@ -1168,6 +1313,8 @@ static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, 
 {
     const char *abs = staged_name(from);
     int rc;
+    settle_foreign(from);
+    settle_foreign(to);
     if (abs && to->abs && flags == 0 && stage_path_rename(abs, to->abs, &rc))
         return rc;
     if (flags && ((rc = stage_publish_now(abs)) != 0 || (rc = stage_publish_now(staged_name(to))) != 0))
@@ -1181,6 +1328,7 @@ static int stage_tier_path_truncate(cstack *s, int level, cpath *p, off_t len)
     int rc;
     if (abs && stage_path_truncate(abs, len, &rc))
         return rc;
+    settle_foreign(p);
     return sluice_tier_path_truncate(s, level + 1, p, len);
 }
 
@@ -1189,6 +1337,7 @@ static int stage_tier_path_chmod(cstack *s, int level, cpath *p, mode_t mode, in
     const char *abs = staged_name(p);
     if (abs && stage_path_set_mode(abs, mode))
         return 0;
+    settle_foreign(p);
     return sluice_tier_path_chmod(s, level + 1, p, mode, flags);
 }
 
@@ -1211,7 +1360,7 @@ static int stage_publish_now(const char *abs)
         precopy_drop_locked(s);
         rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
         if (rc == 0) {
-            publish_finish(st.ddir, st.jdir, &s->e);
+            published_locked(s);
             dir_note_published_locked(s->e.path);
             forget_locked(s);
         }
@@ -1222,12 +1371,15 @@ static int stage_publish_now(const char *abs)
 
 static int stage_tier_path_link(cstack *s, int level, cpath *from, cpath *to, int flags)
 {
+    settle_foreign(from);
+    settle_foreign(to);
     int rc = stage_publish_now(staged_name(from));
     return rc ? rc : sluice_tier_path_link(s, level + 1, from, to, flags);
 }
 
 static int stage_tier_path_chown(cstack *s, int level, cpath *p, uid_t uid, gid_t gid, int flags)
 {
+    settle_foreign(p);
     int rc = stage_publish_now(staged_name(p));
     return rc ? rc : sluice_tier_path_chown(s, level + 1, p, uid, gid, flags);
 }
@@ -1258,6 +1410,7 @@ static int stage_tier_path_utimens(cstack *s, int level, cpath *p, const struct 
 
     if (stage_set_times_open(staged_name(p), times, &rc))
         return rc;
+    settle_foreign(p);
     rc = stage_publish_now(staged_name(p));
     return rc ? rc : sluice_tier_path_utimens(s, level + 1, p, times, flags);
 }
@@ -1278,27 +1431,34 @@ static int stage_futimens(struct sluice_file *f, int level, const struct timespe
 
 static ssize_t stage_tier_path_xattr(cstack *s, int level, cpath *p, const struct sluice_xattr *x)
 {
+    settle_foreign(p);
     int rc = stage_publish_now(staged_name(p));
     return rc ? rc : sluice_tier_path_xattr(s, level + 1, p, x);
 }
 
-/* Names this process staged directly under dir (not yet published). */
+/* Names staged directly under dir, by any process on the node (the
+ * index), not yet published. */
+struct list_ctx {
+    void (*emit)(void *ctx, const char *name, ino_t ino);
+    void *ctx;
+};
+
+static void list_one(void *arg, const char *name, const char *id)
+{
+    struct list_ctx *l = arg;
+    struct stat sb;
+
+    if (SLUICE_REAL(fstatat)(st.ddir, id, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+        l->emit(l->ctx, name, sb.st_ino);
+}
+
 static void stage_tier_path_list(cpath *dir, void (*emit)(void *ctx, const char *name, ino_t ino), void *ctx)
 {
-    size_t n;
+    struct list_ctx l = {emit, ctx};
 
-    if (!dir->abs || !stage_active())
+    if (!dir->abs || !st.usable)
         return;
-    n = strlen(dir->abs);
-    pthread_mutex_lock(&st.lock);
-    for (int b = 0; b < STAGE_BUCKETS; b++)
-        for (struct staged *s = st.buckets[b]; s; s = s->next) {
-            const char *p = s->e.path;
-            struct stat sb;
-            if (strncmp(p, dir->abs, n) == 0 && p[n] == '/' && p[n + 1] && !strchr(p + n + 1, '/'))
-                emit(ctx, p + n + 1, staged_data_stat(s, &sb) == 0 ? sb.st_ino : 0);
-        }
-    pthread_mutex_unlock(&st.lock);
+    names_list(st.ndir, dir->abs, list_one, &l);
 }
 
 /* Owner and extended attributes (ACLs: cp -p, tar) of an open staged file
@@ -1336,6 +1496,7 @@ static int stage_fchmod(struct sluice_file *f, int level, mode_t mode)
     s->e.mode = mode & 07777;
     s->e.updated_ns = journal_now_ns();
     (void)journal_write(st.jdir, &s->e);
+    (void)names_update(st.ndir, s->e.path, s->e.id, s->e.mode);
     pthread_mutex_unlock(&st.lock);
     return 0;
 }

@@ -239,6 +239,87 @@ def test_publish_sync_and_times_settings(tmp_path, tier, logdir, opts, fsyncs, u
     assert f.read_bytes() == b"x" * 100
 
 
+# ---------------------------------------------------------------- one namespace on the node
+
+WRITER = """
+import os, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o640)
+os.write(fd, b"staged " * 100)
+os.close(fd)
+print("written", flush=True)
+sys.stdin.readline()
+"""
+
+
+def staged_writer(tier: Path, target: Path, logdir: Path, path: Path, delay_ms: int) -> subprocess.Popen:
+    """A process under stage mode that writes and closes `path`, then waits
+    (its file stays staged until the stage delay passes or it exits)."""
+    argv = [sys.executable, "-m", "sluice", "run", "--mode", "stage", "--tier", str(tier), "--stage-delay",
+            str(delay_ms), "--log-dir", str(logdir / "writer"), "--path", str(target), "--",
+            sys.executable, "-c", WRITER, str(path)]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=python_env())
+    assert p.stdout.readline().strip() == "written"
+    return p
+
+
+def finish(p: subprocess.Popen) -> None:
+    p.stdin.write("\n")
+    p.stdin.flush()
+    assert p.wait(60) == 0
+
+
+def other_process(tier: Path, target: Path, logdir: Path, code: str, *args: str) -> str:
+    return stage_run(tier, target, logdir / "other", sys.executable, "-c", code, *args).stdout
+
+
+def test_another_process_sees_lists_and_reads_a_staged_file(target, tier, logdir):
+    f = target / "result.dat"
+    w = staged_writer(tier, target, logdir, f, 20000)
+    try:
+        assert not f.exists()   # not on the shared file system yet (a process without sluice sees nothing)
+        out = other_process(tier, target, logdir, (
+            "import os, sys; p = sys.argv[1]; st = os.stat(p); "
+            "print(st.st_size, oct(st.st_mode & 0o777), os.access(p, os.R_OK), sorted(os.listdir(os.path.dirname(p))), "
+            "open(p, 'rb').read() == b'staged ' * 100, [e.name for e in os.scandir(os.path.dirname(p))])"), str(f))
+        assert out.split("\n")[0] == "700 0o640 True ['result.dat'] True ['result.dat']"
+        assert not f.exists()
+    finally:
+        finish(w)
+    assert f.read_bytes() == b"staged " * 100 and oct(f.stat().st_mode & 0o777) == "0o640"
+    assert list((tier / "names").iterdir()) == []   # the index forgets a published file
+
+
+def test_exclusive_create_is_exclusive_across_processes(target, tier, logdir):
+    f = target / "lock.pid"
+    w = staged_writer(tier, target, logdir, f, 20000)
+    try:
+        out = other_process(tier, target, logdir, (
+            "import os, sys\n"
+            "try:\n    os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY)\n    print('created')\n"
+            "except FileExistsError:\n    print('EEXIST')"), str(f))
+        assert out.strip() == "EEXIST"
+    finally:
+        finish(w)
+
+
+def test_another_process_renames_and_removes_a_staged_file(target, tier, logdir):
+    """Changing a file another process staged waits until that process has
+    published it (after its stage delay), then happens on the shared file
+    system: the tree is plain's."""
+    f, g, h = target / "a.dat", target / "b.dat", target / "c.dat"
+    w = staged_writer(tier, target, logdir, f, 300)
+    w2 = staged_writer(tier, target, logdir, h, 300)
+    try:
+        other_process(tier, target, logdir, "import os, sys; os.rename(sys.argv[1], sys.argv[2]); os.unlink(sys.argv[3])",
+                      str(f), str(g), str(h))
+        assert sorted(p.name for p in target.iterdir()) == ["b.dat"]
+        assert g.read_bytes() == b"staged " * 100
+    finally:
+        finish(w)
+        finish(w2)
+
+
 # ---------------------------------------------------------------- failures
 
 def test_full_shared_file_system_keeps_the_data_until_drain(small_tmpfs, tier, logdir):

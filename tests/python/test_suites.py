@@ -33,12 +33,7 @@ SUITES = {
 
 # Tests that pass plain and may fail under a mode, with why. Anything else
 # that passes plain and fails under a mode fails this test.
-OTHER_PROCESS = "stage mode: a process not under sluice (h5ls) sees a staged file only once published (issue 11)"
-KNOWN: dict[tuple[str, str], dict[str, str]] = {
-    ("netCDF4", "stage"): {
-        "test.test_alignment.AlignmentTestCase.test_setting_alignment": OTHER_PROCESS,
-    },
-}
+KNOWN: dict[tuple[str, str], dict[str, str]] = {}
 
 
 def outcomes(junit: Path) -> dict[str, str]:

@@ -187,7 +187,7 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
     except JournalError as e:
         return Outcome(entry_id, CORRUPT, None, detail=str(e))
     if entry.state == "published":
-        _remove_published(tier, entry_id)
+        _remove_published(tier, entry_id, entry.path)
         return Outcome(entry_id, FINISHED, entry.path)
     if _left_to_its_process(entry, force):
         return Outcome(entry_id, RUNNING, entry.path)
@@ -277,17 +277,30 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
         # Published already; without a `published` entry, never leave an entry without its data.
         _unlink_quietly(tier.journal(entry.id))
         _unlink_quietly(tier.data(entry.id))
+        _unindex(tier, entry.id, entry.path)
         return
     try:
-        _remove_published(tier, entry.id)
+        _remove_published(tier, entry.id, entry.path)
     finally:
         if fd is not None:
             os.close(fd)
 
 
-def _remove_published(tier: Tier, entry_id: str) -> None:
+def _remove_published(tier: Tier, entry_id: str, path: str) -> None:
     _unlink_quietly(tier.data(entry_id))
     _unlink_quietly(tier.journal(entry_id))
+    _unindex(tier, entry_id, path)
+
+
+def _unindex(tier: Tier, entry_id: str, path: str) -> None:
+    """Remove the index link of `path` if it names this entry (not another's)."""
+    link = tier.name_link(path)
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return
+    if target.split(" ", 2)[:1] == [entry_id] and target.split(" ", 2)[2:] == [path]:
+        _unlink_quietly(link)
 
 
 def _record_failure(tier: Tier, entry: Entry, error: str) -> None:

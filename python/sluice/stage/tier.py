@@ -51,6 +51,18 @@ class Tier:
     def locks_dir(self) -> Path:
         return self.root / "locks"
 
+    @property
+    def names_dir(self) -> Path:
+        """The node-wide index of staged paths (src/stage/names.h)."""
+        return self.root / "names"
+
+    def name_link(self, path: str) -> Path:
+        """names/KEY for a staged path: KEY is the 64-bit FNV-1a hash of its bytes."""
+        h = 14695981039346656037
+        for b in os.fsencode(path):
+            h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        return self.names_dir / f"{h:016x}"
+
     def lock(self, owner: str) -> Path:
         """locks/HOST-PID: flocked by that process while it lives (its entries
         are its own); never the data file, which the program may lock itself."""
@@ -67,7 +79,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
     """The checked tier at `path` (default: :func:`default_tier`).
 
     Returns None if it does not exist and `create` is false; with `create`,
-    makes it (mode 0700) and its data/, journal/ and locks/ directories. Raises
+    makes it (mode 0700) and its data/, journal/, locks/ and names/ directories. Raises
     :class:`UnsafeTier` if it is not a private directory of this user.
     """
     root = Path(os.path.abspath(path if path is not None else default_tier()))
@@ -82,7 +94,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
     try:
         check_private(root, os.fstat(fd))
         if create:
-            for sub in ("data", "journal", "locks"):
+            for sub in ("data", "journal", "locks", "names"):
                 _mkdir_private(sub, dir_fd=fd)
     finally:
         os.close(fd)
