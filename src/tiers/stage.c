@@ -47,6 +47,7 @@ struct staged {
     int draining;                 /* a drainer is publishing it */
     int failed;                   /* the last publish failed (reported once) */
     int existed;                  /* the path existed on the shared file system when staged */
+    int handed_over;              /* left at exit to another process that has it open (it publishes) */
     int64_t closed_ns;            /* last close */
     /* Early copy of a large file still being written (SLUICE_STAGE_PRECOPY):
      * the temporary file, how much of the data it holds, and the lowest
@@ -61,8 +62,10 @@ struct staged {
 
 struct stage_desc {
     struct staged *s;             /* NULL: straight through to the shared file system */
-    int foreign;                  /* reading a file another process staged (its data file) */
+    int foreign;                  /* a file another process staged: its data file, shared */
     mode_t foreign_mode;          /* that file's mode, as the index says */
+    int users_fd;                 /* a writer's shared lock on locks/ID.users (-1: none) */
+    char foreign_id[96];
 };
 
 static struct {
@@ -314,6 +317,67 @@ static void count_fs(struct sluice_file *f, int counter, uint64_t t0, int failed
         sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
 }
 
+/* Other processes writing a staged file hold a shared flock on
+ * locks/ID.users while they have it open (a file of its own: never a lock
+ * on the data file, which the program may lock itself). Its owner
+ * publishes only while it can hold that lock exclusively. */
+static void users_name(const char *id, char *out, size_t len)
+{
+    snprintf(out, len, "%s.users", id);
+}
+
+/* A writer joins: the shared lock, or -errno. Waits while the owner is
+ * publishing (then the caller finds the file published). */
+static int users_join(const char *id)
+{
+    char name[128];
+    int fd;
+
+    users_name(id, name, sizeof name);
+    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd < 0)
+        return -errno;
+    if (SLUICE_REAL(flock)(fd, LOCK_SH) != 0) {
+        int err = -errno;
+        sluice_privfd_close(fd);
+        return err;
+    }
+    return fd;
+}
+
+/* The owner, before publishing: the exclusive lock (a descriptor to
+ * release after), -1 when no other process ever wrote the file, or
+ * -EBUSY while one has it open. */
+static int users_hold(const char *id)
+{
+    char name[128];
+    int fd;
+
+    users_name(id, name, sizeof name);
+    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
+    if (fd < 0)
+        return -1;
+    if (SLUICE_REAL(flock)(fd, LOCK_EX | LOCK_NB) != 0) {
+        sluice_privfd_close(fd);
+        return -EBUSY;
+    }
+    return fd;
+}
+
+/* After the publish (published: the lock file goes too). */
+static void users_release(int fd, const char *id, int published)
+{
+    char name[128];
+
+    if (fd < 0)
+        return;
+    if (published) {
+        users_name(id, name, sizeof name);
+        (void)SLUICE_REAL(unlinkat)(st.ldir, name, 0);
+    }
+    sluice_privfd_close(fd);
+}
+
 /* ------------------------------------------------------------ drainers */
 
 /* A file still open with at least SLUICE_STAGE_PRECOPY bytes not yet
@@ -382,7 +446,8 @@ static struct staged *next_due_locked(int64_t now, int64_t *wait_ns)
     for (int b = 0; b < STAGE_BUCKETS; b++)
         for (struct staged *s = st.buckets[b]; s; s = s->next) {
             /* a failed file waits for `sluice drain` (or a reopen) */
-            if (s->e.state != JOURNAL_CLOSED || s->opens || s->draining || s->failed || s->precopying)
+            if (s->e.state != JOURNAL_CLOSED || s->opens || s->draining || s->failed || s->precopying ||
+                s->handed_over)
                 continue;
             int64_t due = s->closed_ns + delay;
             if (due <= now)
@@ -423,6 +488,15 @@ static void *drainer_main(void *arg)
             continue;
         }
         struct journal_entry e = s->e;
+        int users = users_hold(e.id);
+        if (users == -EBUSY) {
+            /* another process writes it: later, or (at exit) it publishes it */
+            if (st.ending)
+                s->handed_over = 1;
+            else
+                s->closed_ns = journal_now_ns();
+            continue;
+        }
         s->draining = 1;
         /* An early copy is completed from where it may be stale. */
         int pre_fd = s->pre_fd;
@@ -438,9 +512,11 @@ static void *drainer_main(void *arg)
         s->draining = 0;
         if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
             /* reopened, renamed or unlinked meanwhile: it goes again later */
+            users_release(users, e.id, 0);
             pthread_cond_broadcast(&st.done);
             continue;
         }
+        users_release(users, e.id, rc == 0);
         if (rc == 0) {
             published_locked(s);
             dir_note_published_locked(s->e.path);
@@ -615,6 +691,7 @@ static int stage_open(struct sluice_file *f, int level, int dirfd, const char *p
 
     d->s = NULL;
     d->foreign = 0;
+    d->users_fd = -1;
     if (!st.usable || abs[0] != '/')
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
 again:
@@ -661,8 +738,25 @@ again:
                 d->foreign_mode = ne.mode;
                 return fd;
             }
-        } else {
-            wait_published(abs);
+        } else if (!(flags & (O_DIRECTORY | O_PATH))) {
+            /* a writer shares the data file (as it would share the file),
+             * holding locks/ID.users so that the owner publishes only
+             * after its close */
+            struct names_entry again;
+            int ufd = users_join(ne.id);
+            if (ufd >= 0 && foreign_lookup(abs, &again) && strcmp(again.id, ne.id) == 0) {
+                fd = SLUICE_REAL(openat)(st.ddir, ne.id, (flags & ~(O_CREAT | O_EXCL)) | O_NOFOLLOW, 0);
+                if (fd >= 0) {
+                    d->foreign = 1;
+                    d->foreign_mode = again.mode;
+                    d->users_fd = ufd;
+                    snprintf(d->foreign_id, sizeof d->foreign_id, "%s", ne.id);
+                    return fd;
+                }
+            }
+            if (ufd >= 0)
+                sluice_privfd_close(ufd);
+            /* published meanwhile: on as for any other file */
         }
     }
 
@@ -921,14 +1015,63 @@ static int stage_fstat(struct sluice_file *f, int level, struct stat *sb)
     return 0;
 }
 
+/* The last writer of another process's staged file closed it, and that
+ * process has ended (it left the file to us at its exit): publish it as
+ * `sluice drain` would (under the entry's journal lock), from what the
+ * index says of it. Failing, it stays on the tier for `sluice drain`. */
+static void foreign_takeover(const char *id, const char *abs, struct sluice_record *rec)
+{
+    struct names_entry ne;
+    struct journal_entry je;
+    char why[512];
+    int users, jfd;
+
+    if (owner_alive(id) || !names_lookup(st.ndir, abs, &ne) || strcmp(ne.id, id) != 0)
+        return;
+    if ((users = users_hold(id)) == -EBUSY)
+        return;   /* another writer still has it: its close does this */
+    jfd = SLUICE_REAL(openat)(st.jdir, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (jfd < 0 || SLUICE_REAL(flock)(jfd, LOCK_EX | LOCK_NB) != 0) {
+        if (jfd >= 0)
+            SLUICE_REAL(close)(jfd);
+        users_release(users, id, 0);
+        return;   /* gone, or `sluice drain` is at it */
+    }
+    memset(&je, 0, sizeof je);
+    snprintf(je.id, sizeof je.id, "%s", id);
+    snprintf(je.path, sizeof je.path, "%s", abs);
+    je.mode = ne.mode;
+    je.state = JOURNAL_CLOSED;
+    je.pid = getpid();
+    je.created_ns = je.updated_ns = journal_now_ns();
+    if (publish_entry(st.ddir, &je, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why) == 0) {
+        publish_finish(st.ddir, st.jdir, &je);
+        names_remove(st.ndir, abs, id);
+        users_release(users, id, 1);
+    } else {
+        sluice_diag("stage mode: cannot publish %s (%s); it stays on the tier %s until `sluice drain`", abs, why,
+                    st.tier);
+        users_release(users, id, 0);
+    }
+    SLUICE_REAL(close)(jfd);
+}
+
 static int stage_close(struct sluice_file *f, int level)
 {
     struct stage_desc *d = desc_of(f, level);
     struct staged *s = d->s;
     int rc;
 
-    if (!s)
-        return sluice_tier_close(f, level + 1);
+    if (!s) {
+        rc = sluice_tier_close(f, level + 1);
+        if (d->users_fd >= 0) {
+            sluice_privfd_close(d->users_fd);
+            d->users_fd = -1;
+            foreign_takeover(d->foreign_id, f->rec->path, f->rec);
+        }
+        d->foreign = 0;
+        return rc;
+    }
     rc = sluice_privfd_close(f->fd);
     pthread_mutex_lock(&st.lock);
     if (--s->opens == 0) {
@@ -995,13 +1138,18 @@ rescan:
                 pthread_cond_wait(&st.done, &st.lock);
                 goto rescan;   /* the table may have changed */
             }
+            int users = users_hold(s->e.id);
+            if (users == -EBUSY)
+                continue;   /* another process writes it: it stays staged */
             precopy_drop_locked(s);
             if (publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why) == 0) {
+                users_release(users, s->e.id, 1);
                 published_locked(s);
                 dir_note_published_locked(s->e.path);
                 forget_locked(s);   /* s is freed: scan again */
                 goto rescan;
             }
+            users_release(users, s->e.id, 0);
             s->failed = 1;   /* the drainers report it; the child sees the old file, or none */
         }
 }
@@ -1048,7 +1196,7 @@ static int stage_quiesce(unsigned why)
         int busy = 0;
         for (int b = 0; b < STAGE_BUCKETS; b++)
             for (struct staged *s = st.buckets[b]; s; s = s->next)
-                busy |= s->draining || !s->failed;
+                busy |= s->draining || (!s->failed && !s->handed_over);
         if (!busy)
             break;
         if (!told && journal_now_ns() - start > 1000000000LL) {
@@ -1298,15 +1446,91 @@ static int stage_tier_path_mkdir(cstack *s, int level, cpath *p, mode_t mode)
     return rc;
 }
 
+/* Files staged directly under dir, by this process or another on the node
+ * (counted up to 1: whether there are any). */
+static void count_one(void *arg, const char *name, const char *id)
+{
+    (void)name;
+    (void)id;
+    *(int *)arg = 1;
+}
+
+static int dir_holds_staged(const char *dir)
+{
+    size_t n = strlen(dir);
+    int any = 0;
+
+    pthread_mutex_lock(&st.lock);
+    for (int b = 0; b < STAGE_BUCKETS && !any; b++)
+        for (struct staged *s = st.buckets[b]; s && !any; s = s->next)
+            any = strncmp(s->e.path, dir, n) == 0 && s->e.path[n] == '/' && !strchr(s->e.path + n + 1, '/');
+    pthread_mutex_unlock(&st.lock);
+    if (!any)
+        names_list(st.ndir, dir, count_one, &any);
+    return any;
+}
+
+/* The shared file system's directories changed (one removed or renamed):
+ * what was remembered about them may be wrong now. */
+static void forget_known_dirs(void)
+{
+    pthread_mutex_lock(&st.lock);
+    memset(known_dirs, 0, sizeof known_dirs);
+    pthread_mutex_unlock(&st.lock);
+}
+
 static int stage_tier_path_unlink(cstack *s, int level, cpath *p, int flags)
 {
-    const char *abs = staged_name(p);
+    const char *abs = staged_name(p), *any = managed_name(p);
     int rc;
     if (abs && !(flags & AT_REMOVEDIR) && stage_path_unlink(abs, &rc))
         return rc;
-    if (!(flags & AT_REMOVEDIR))
+    if (!(flags & AT_REMOVEDIR)) {
         settle_foreign(p);
-    return sluice_tier_path_unlink(s, level + 1, p, flags);
+        return sluice_tier_path_unlink(s, level + 1, p, flags);
+    }
+    /* rmdir: a directory holding staged files is not empty, as it would not be */
+    if (any && dir_holds_staged(any))
+        return -ENOTEMPTY;
+    rc = sluice_tier_path_unlink(s, level + 1, p, flags);
+    if (rc == 0 && any)
+        forget_known_dirs();
+    return rc;
+}
+
+/* A directory was renamed from `from` to `to` on the shared file system:
+ * the files this process staged under it move with it (their entries,
+ * journal and index), as files in a renamed directory do. */
+static void stage_dir_renamed(const char *from, const char *to)
+{
+    size_t n = strlen(from);
+    char path[sizeof ((struct journal_entry *)0)->path];
+
+    forget_known_dirs();
+    pthread_mutex_lock(&st.lock);
+rescan:
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next) {
+            if (strncmp(s->e.path, from, n) != 0 || s->e.path[n] != '/')
+                continue;
+            if (s->draining || s->precopying) {
+                pthread_cond_wait(&st.done, &st.lock);
+                goto rescan;
+            }
+            if ((size_t)snprintf(path, sizeof path, "%s%s", to, s->e.path + n) >= sizeof path)
+                continue;
+            unlink_locked(s);
+            names_remove(st.ndir, s->e.path, s->e.id);
+            precopy_drop_locked(s);
+            snprintf(s->e.path, sizeof s->e.path, "%s", path);
+            s->failed = 0;   /* (a publish under the old name may have just failed) */
+            s->e.updated_ns = journal_now_ns();
+            (void)journal_write(st.jdir, &s->e);
+            (void)names_add(st.ndir, s->e.path, s->e.id, s->e.mode);
+            insert_locked(s);
+            goto rescan;   /* (it may sit in a bucket not yet scanned) */
+        }
+    pthread_mutex_unlock(&st.lock);
 }
 
 static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, unsigned flags)
@@ -1317,6 +1541,13 @@ static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, 
     settle_foreign(to);
     if (abs && to->abs && flags == 0 && stage_path_rename(abs, to->abs, &rc))
         return rc;
+    if (flags == 0 && st.usable && from->abs && to->abs) {
+        /* perhaps a directory: what this process staged in it follows it */
+        rc = sluice_tier_path_rename(s, level + 1, from, to, flags);
+        if (rc == 0)
+            stage_dir_renamed(from->abs, to->abs);
+        return rc;
+    }
     if (flags && ((rc = stage_publish_now(abs)) != 0 || (rc = stage_publish_now(staged_name(to))) != 0))
         return rc;
     return sluice_tier_path_rename(s, level + 1, from, to, flags);
@@ -1357,8 +1588,24 @@ static int stage_publish_now(const char *abs)
     while ((s = lookup_locked(abs)) != NULL && (s->draining || s->precopying))
         pthread_cond_wait(&st.done, &st.lock);
     if (s && s->opens == 0) {
+        int users;
+        /* another process writing it closes it first (a minute at most) */
+        for (int tries = 0; (users = users_hold(s->e.id)) == -EBUSY && tries < 6000; tries++) {
+            struct timespec ts = {0, 10 * 1000000};
+            pthread_mutex_unlock(&st.lock);
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&st.lock);
+            if ((s = lookup_locked(abs)) == NULL || s->opens || s->draining)
+                break;
+        }
+        if (users == -EBUSY || !s || s->opens || s->draining) {
+            users_release(users, abs, 0);
+            pthread_mutex_unlock(&st.lock);
+            return s && users == -EBUSY ? -EBUSY : 0;
+        }
         precopy_drop_locked(s);
         rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
+        users_release(users, s->e.id, rc == 0);
         if (rc == 0) {
             published_locked(s);
             dir_note_published_locked(s->e.path);

@@ -303,6 +303,53 @@ def test_exclusive_create_is_exclusive_across_processes(target, tier, logdir):
         finish(w)
 
 
+def test_another_process_writes_a_staged_file_through_the_tier(target, tier, logdir):
+    """A second process that opens another's staged file for writing shares
+    its data file (not a copy): what it writes is what gets published, once."""
+    f = target / "shared.dat"
+    w = staged_writer(tier, target, logdir, f, 300)
+    try:
+        other_process(tier, target, logdir, (
+            "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC); os.write(fd, b'second'); "
+            "os.close(fd)"), str(f))
+        assert w.poll() is None   # the owner still runs: it publishes after its delay
+    finally:
+        finish(w)
+    assert f.read_bytes() == b"second"
+    assert list((tier / "names").iterdir()) == [] and list((tier / "journal").iterdir()) == []
+
+
+HOLDER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+os.write(fd, b" and more")
+print("open", flush=True)
+sys.stdin.readline()
+os.write(fd, b" at the end")
+os.close(fd)
+"""
+
+
+def test_a_staged_file_left_open_by_another_process_is_published_by_it(target, tier, logdir):
+    """The owner ends while another process still writes its staged file: it
+    leaves the file to that process, whose close publishes it."""
+    f = target / "handed.dat"
+    w = staged_writer(tier, target, logdir, f, 20000)
+    argv = [sys.executable, "-m", "sluice", "run", "--mode", "stage", "--tier", str(tier), "--log-dir",
+            str(logdir / "holder"), "--path", str(target), "--", sys.executable, "-c", HOLDER, str(f)]
+    h = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=python_env())
+    try:
+        assert h.stdout.readline().strip() == "open"
+        finish(w)   # the owner ends: the file is not published yet (the holder writes it)
+        assert not f.exists()
+    finally:
+        h.stdin.write("\n")
+        h.stdin.flush()
+        assert h.wait(60) == 0
+    assert f.read_bytes() == b"staged " * 100 + b" and more at the end"
+    assert list((tier / "names").iterdir()) == [] and list((tier / "journal").iterdir()) == []
+
+
 def test_another_process_renames_and_removes_a_staged_file(target, tier, logdir):
     """Changing a file another process staged waits until that process has
     published it (after its stage delay), then happens on the shared file
@@ -318,6 +365,29 @@ def test_another_process_renames_and_removes_a_staged_file(target, tier, logdir)
     finally:
         finish(w)
         finish(w2)
+
+
+def test_directory_rename_and_rmdir_with_staged_files_inside(tmp_path, tier, logdir):
+    """Files staged in a directory move with it when it is renamed; rmdir of
+    a directory holding staged files says ENOTEMPTY; the tree is plain's."""
+    code = ("import os, sys; w = sys.argv[1]; os.mkdir(w + '/d'); os.mkdir(w + '/e')\n"
+            "for n in ('a', 'b'):\n    open(w + '/d/' + n, 'w').write(n * 10)\n"
+            "open(w + '/e/c', 'w').write('c')\n"
+            "os.rename(w + '/d', w + '/d2')\n"
+            "try:\n    os.rmdir(w + '/e')\nexcept OSError as x:\n    print(x.errno)\n"
+            "print(sorted(os.listdir(w + '/d2')), open(w + '/d2/a').read())")
+    outs, trees = {}, {}
+    for name in ("plain", "stage"):
+        w = tmp_path / name
+        w.mkdir()
+        if name == "plain":
+            outs[name] = subprocess.run([sys.executable, "-c", code, str(w)], capture_output=True, text=True,
+                                        check=True).stdout
+        else:
+            outs[name] = stage_run(tier, w, logdir, sys.executable, "-c", code, str(w)).stdout
+        trees[name] = {str(p.relative_to(w)): p.read_bytes() if p.is_file() else None for p in sorted(w.rglob("*"))}
+    assert outs["stage"] == outs["plain"] == "39\n['a', 'b'] aaaaaaaaaa\n"
+    assert trees["stage"] == trees["plain"]
 
 
 # ---------------------------------------------------------------- failures

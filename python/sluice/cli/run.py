@@ -113,7 +113,8 @@ def _unpublished(env: dict[str, str], started_ns: int, quiet: bool) -> bool:
     except UnsafeTier:
         return False
     host = socket.gethostname()
-    left = [l for l in pending(tier) if l.entry and l.entry.host == host and l.entry.created_ns >= started_ns]
+    left = [l for l in pending(tier) if l.entry and l.entry.host == host and l.entry.created_ns >= started_ns
+            and not tier.written_elsewhere(l.entry.id)]
     if left and not quiet:
         click.echo(f"sluice: {len(left)} file{'s' if len(left) != 1 else ''} could not be published and "
                    f"stay{'' if len(left) != 1 else 's'} on the tier {tier.root} (sluice drain publishes "

@@ -191,6 +191,8 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
         return Outcome(entry_id, FINISHED, entry.path)
     if _left_to_its_process(entry, force):
         return Outcome(entry_id, RUNNING, entry.path)
+    if tier.written_elsewhere(entry_id):
+        return Outcome(entry_id, IN_USE, entry.path)   # that process publishes it at its close
     # A file its process never closed (killed while writing it) may be cut
     # short: it never takes its final name, where an older complete version
     # may stand; it is kept beside it under a name that says so.

@@ -10,6 +10,7 @@ make us publish their bytes under our name (or read ours).
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from dataclasses import dataclass
@@ -62,6 +63,21 @@ class Tier:
         for b in os.fsencode(path):
             h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
         return self.names_dir / f"{h:016x}"
+
+    def written_elsewhere(self, entry_id: str) -> bool:
+        """Another process has the staged file open for writing (it holds
+        locks/ID.users shared): it publishes the file when it closes it."""
+        try:
+            fd = os.open(self.locks_dir / f"{entry_id}.users", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def lock(self, owner: str) -> Path:
         """locks/HOST-PID: flocked by that process while it lives (its entries
