@@ -1202,7 +1202,9 @@ void buffer_stat_fixup(dev_t dev, ino_t ino_nr, int64_t *size)
     if (!ino)
         return;
     pthread_mutex_lock(&ino->lock);
-    *size = logical_size(ino, *size);
+    /* (not below what this process knows it wrote: a flush that ended
+     * between the kernel's answer and now is in neither) */
+    *size = logical_size(ino, note_fs_size(ino, *size));
     pthread_mutex_unlock(&ino->lock);
     inode_release(ino);
 }
