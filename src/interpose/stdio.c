@@ -220,16 +220,27 @@ static int stream_open_flags(const char *mode)
  * tier): fopen is open() down the stack, then fdopen, as in the C library.
  * Returns 1 when it did (*out: the stream or NULL with errno), 0 when the
  * C library's fopen should. */
-static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out)
+/* The open flags of a stream on path when its mode's tier opens streams
+ * itself, else -1. */
+static int stream_tier_flags(const char *path, const char *mode)
 {
     char abs[PATH_MAX];
-    struct sluice_file *f;
-    int flags, fd;
+    int flags;
 
     if (!sluice_stack_any_caps(SLUICE_TIER_OPENS_STREAMS) || !sluice_user_str_ok(path) || !sluice_user_str_ok(mode) ||
         (flags = stream_open_flags(mode)) < 0 || sluice_policy_skip_fast(path) ||
         sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs) ||
         !(sluice_stack_caps(sluice_policy_mode(abs)) & SLUICE_TIER_OPENS_STREAMS))
+        return -1;
+    return flags;
+}
+
+static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out)
+{
+    struct sluice_file *f;
+    int flags, fd;
+
+    if ((flags = stream_tier_flags(path, mode)) < 0)
         return 0;
     fd = sluice_file_open(AT_FDCWD, path, flags | (large ? O_LARGEFILE : 0), 0666);
     if (fd < 0) {
@@ -246,6 +257,27 @@ static int stream_open_through_stack(const char *path, const char *mode, int lar
         errno = saved;
     }
     return 1;
+}
+
+/* freopen opened path inside the C library, on the file system: a stream
+ * written from the start (mode "w") whose mode's tier opens streams (stage)
+ * has its descriptor replaced by one opened through the tier, so its bytes
+ * go where fopen's would. */
+static void stream_move_to_tier(FILE *nfp, const char *path, const char *mode)
+{
+    int flags = stream_tier_flags(path, mode), fd, target = fileno(nfp);
+
+    if (flags < 0 || !(flags & O_TRUNC) || target < 0)
+        return;
+    fd = sluice_file_open(AT_FDCWD, path, flags & ~O_EXCL, 0666);
+    if (fd < 0)
+        return;   /* the C library's descriptor stays */
+    sluice_fd_prepare_replace(target);
+    if (SLUICE_REAL(dup2)(fd, target) >= 0) {
+        sluice_fd_replaced(target);
+        sluice_fd_dup(fd, target);
+    }
+    (void)sluice_fd_close(fd);
 }
 
 static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
@@ -272,6 +304,8 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
     nfp = real(path, mode, fp);
     if (!nfp)
         saved = errno;
+    else if (path)
+        stream_move_to_tier(nfp, path, mode);
     /* NULL path: same file, new mode */
     rec = !path ? old : !nfp && saved == EFAULT ? NULL : stream_path_record(path, &io_mode);
     if (track && sluice_fd_known(old_fd))

@@ -239,6 +239,19 @@ def test_publish_sync_and_times_settings(tmp_path, tier, logdir, opts, fsyncs, u
     assert f.read_bytes() == b"x" * 100
 
 
+def test_freopen_for_writing_is_staged(target, tier, logdir):
+    """freopen(path, "w", stream) (a program sending stdout to a file): the
+    stream writes the staged file, as fopen's would."""
+    a, b = target / "first.txt", target / "second.txt"
+    stage_run(tier, target, logdir, bin_path("sluice-io"), f"fopen:{a}:w", "fwrite:10", f"freopen:{b}:w",
+              "fwrite:100", "fclose")
+    assert a.read_bytes() == b"x" * 10 and b.read_bytes() == b"x" * 100
+    e = file_entry(report_json(logdir), b)
+    # opened through the tier (the C library's own open is invisible), then
+    # published: one write of its 100 bytes reached the shared file system
+    assert e["app"]["POSIX_OPENS"] == 1 and e["fs"]["POSIX_WRITES"] == 1 and e["fs"]["POSIX_BYTES_WRITTEN"] == 100
+
+
 # ---------------------------------------------------------------- one namespace on the node
 
 WRITER = """
