@@ -71,6 +71,7 @@ struct buffer_desc {
     int wrote;                     /* made a write: its close is a durability point */
     int64_t last_read_end;         /* sequential-read detection (-1: nothing read yet) */
     int64_t ra_window;             /* size of this description's last read-ahead fill (0: none yet) */
+    int64_t eof_seen;              /* where a fill found the file's end (-1: none): no read-ahead past it */
     struct buffer_desc *next;      /* ino->descs chain */
 };
 

@@ -535,18 +535,26 @@ static ssize_t read_locked(struct sluice_file *f, struct buffer_desc *d, struct 
         }
         if (at != d->last_read_end && total == 0)
             d->ra_window = 0;   /* a seek: start over */
-        else if (readahead_size > 0) {
+        else if (readahead_size > 0 && !(d->eof_seen >= 0 && at >= d->eof_seen)) {
             int64_t w = ra_next_window(d, want);
             if (w > 0 && ra_fill(f, d, ino, at, w, want) == 0) {
-                d->ra_window = w;
+                if (ino->ra_off + ino->ra_len < at + w) {
+                    d->eof_seen = ino->ra_off + ino->ra_len;   /* the fill met the end: no larger one */
+                } else {
+                    d->ra_window = w;
+                }
                 if (!(at >= ino->ra_off && at < ino->ra_off + ino->ra_len))
                     break;   /* end of file */
                 continue;
             }
         }
+        /* (past an end a fill met, reads go as asked, as plain's: one that
+         * finds the file grown lets read-ahead start again) */
         ssize_t rc = sluice_tier_read(f, d->level + 1, buf + total, (size_t)want, at);
         if (rc < 0)
             return total ? total : rc;
+        if (rc > 0 && d->eof_seen >= 0 && at >= d->eof_seen)
+            d->eof_seen = -1;
         total += rc;
         break;
     }
@@ -647,6 +655,7 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
     d->ino = NULL;
     d->last_read_end = -1;   /* the first read is never sequential */
     d->ra_window = 0;
+    d->eof_seen = -1;
     f->fd = fd;   /* the core sets it after we return; fstat below needs it now */
     if ((flags & O_PATH) || file_identity(fd, &st) != 0 || !S_ISREG(st.st_mode))
         return fd;   /* not a regular file: straight through */
