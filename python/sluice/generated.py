@@ -52,7 +52,7 @@ SETTINGS: tuple[Setting, ...] = (
             "stage mode: 1: fsync each published file before its tier copy is dropped (a round trip per file; 0: the durability of the program's own close)"),
     Setting('SLUICE_STAGE_KEEP_TIMES', 'BOOL', '0', 'stage.keep_times', '--stage-keep-times',
             'stage mode: 1: a published file gets the access and modification times of its last write on the tier (one more metadata call per file; 0: the time of publishing, unless the program set them)'),
-    Setting('SLUICE_STAGE_DRAINERS', 'INT', '2', 'stage.drainers', '--stage-drainers',
+    Setting('SLUICE_STAGE_DRAINERS', 'INT', '4', 'stage.drainers', '--stage-drainers',
             'stage mode: background publishing threads per process'),
     Setting('SLUICE_TIERS', 'STR', '', '', '',
             'tiers stacked above the file system, top first (test-only tiers need SLUICE_ALLOW_TEST_TIERS=1)'),
