@@ -66,6 +66,13 @@ figure.plot figcaption { color: var(--muted); margin-top: 4px; }
 details { margin: 12px 0; }
 summary { cursor: pointer; color: var(--accent); }
 footer { color: var(--muted); margin-top: 40px; font-size: 12px; }
+table.advice td { font-size: 13px; }
+table.advice td.mono { white-space: nowrap; }
+table.advice code { word-break: break-all; }
+.sev { font-weight: 600; }
+.sev-high { color: #b00020; }
+.sev-medium { color: #b35c00; }
+.sev-low { color: var(--muted); }
 """
 
 SCRIPT = """
@@ -197,6 +204,52 @@ def _summary(job: Job) -> str:
     return "\n".join(out)
 
 
+def _advice(job: Job, top: int) -> str:
+    """The findings of `sluice advise`, most costly first, one row each."""
+    from sluice.advise import advise, fix_of
+    from sluice.advise.fix import program_command
+
+    findings = advise(job)
+    out = ['<section id="advice"><h2>Advice</h2>']
+    if not findings:
+        out.append('<p class="note">No findings: the job recorded no file I/O to judge.</p></section>')
+        return "\n".join(out)
+    out.append(f'<p class="note">{len(findings)} finding{"s" if len(findings) != 1 else ""} of '
+               "<code>sluice advise</code>, most costly first (severity: the share of the job&#x27;s I/O time "
+               "each explains); <code>sluice advise --json</code> gives each in full.</p>")
+    out.append('<table class="advice"><thead><tr><th class="num">#</th><th>severity</th><th>finding</th>'
+               "<th>paths</th><th>evidence</th><th>fix</th></tr></thead><tbody>")
+    command = program_command(job)
+    for i, f in enumerate(findings[:top], 1):
+        fix = fix_of(f, command)
+        paths = "<br>".join(f"<code>{esc(p)}</code>" for p in f.paths[:5])
+        if len(f.paths) > 5:
+            paths += f"<br>and {len(f.paths) - 5:,} more"
+        paths += f'<br><span class="note">{len(f.files):,} file{"s" if len(f.files) != 1 else ""}</span>'
+        gain = ""
+        if f.gain:
+            secs, share = f.gain["seconds"], f.gain["share_of_io_time"]
+            gain = (f'<br><span class="note">expected gain: up to {secs:.3g} s '
+                    f"({100 * share:.0f} % of the I/O time)</span>")
+        todo = [f"mode <strong>{esc(f.mode)}</strong>" + (" (already in effect)" if f.in_effect else "")]
+        if "command" in fix["settings"]:
+            todo.append(f"<code>{esc(fix['settings']['command'])}</code>")
+        todo += [f"<code>{esc(c)}</code>" for c in fix["layout"]]
+        todo += [esc(h) for h in fix["settings"].get("hints", [])[:2]]
+        if fix["settings"].get("mpi_info"):
+            todo.append("MPI_Info " + esc(", ".join(f"{k}={v}" for k, v in fix["settings"]["mpi_info"].items())))
+        out.append(f'<tr data-finding="{esc(f.id)}"><td class="num">{i}</td>'
+                   f'<td><span class="sev sev-{esc(f.severity)}">{esc(f.severity)}</span></td>'
+                   f'<td class="mono">{esc(f.id)}</td><td>{paths}</td>'
+                   f"<td>{esc(f.text)} ({100 * f.share:.0f} % of the I/O time){gain}</td>"
+                   f'<td>{"<br>".join(todo)}</td></tr>')
+    out.append("</tbody></table>")
+    if len(findings) > top:
+        out.append(f'<p class="note left-out">{len(findings) - top:,} more findings are left out.</p>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
 def _figure(p: Plot) -> str:
     if p.png is None:
         return (f'<section class="noplot" id="noplot-{esc(p.key)}"><h3>{esc(p.title)}</h3>'
@@ -294,6 +347,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
     body = [
         _header(job, top),
         _summary(job),
+        _advice(job, top),
         f'<section id="plots"><h2>Plots</h2><p class="note">{len(drawn)} plot{"" if len(drawn) == 1 else "s"}. '
         "Solid: what the application asked (app); hatched: what reached the file system (fs).</p>",
         *(_figure(p) for p in plots),

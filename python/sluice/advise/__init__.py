@@ -1,0 +1,120 @@
+"""`sluice advise`: what is wrong with a job's I/O and how to fix it.
+
+    from sluice.report.model import load_job
+    from sluice.advise import advise, to_json
+    findings = advise(load_job(["sluice-logs"]))
+
+Each finding names the files (as path prefixes), the counters behind it,
+the share of the job's I/O time it explains (its severity), the sluice mode
+that fixes it per prefix (as a `--policy` line and a `sluice.toml`
+snippet), file layout and library settings where the counters show the
+need, and the expected gain where it can be estimated. docs/advise.md has
+every check and threshold.
+"""
+
+from __future__ import annotations
+
+from sluice.advise import thresholds as th
+from sluice.advise.fix import (MAX_POLICY_ITEMS, group_paths, policy_items, program_command, run_line,
+                               toml_snippet)
+from sluice.advise.rules import CHECKS, IDS, Context, Finding, context, nothing_to_gain
+from sluice.report.model import Job
+
+SEVERITIES = ("high", "medium", "low")
+
+
+def _severity(share: float, ctx: Context, cap: str | None, in_effect: bool) -> str:
+    if in_effect:
+        return "low"
+    level = 0 if share >= th.SEVERITY_HIGH else 1 if share >= th.SEVERITY_MEDIUM else 2
+    if ctx.proc_time > 0 and ctx.T / ctx.proc_time < th.IO_SHARE_OF_RUNTIME:
+        level = min(2, level + 1)       # the job hardly waits for I/O at all
+    if cap:
+        level = max(level, SEVERITIES.index(cap))
+    return SEVERITIES[level]
+
+
+def advise(job: Job) -> list[Finding]:
+    """The findings of one job, most costly first: by severity, then by the I/O time each explains
+    (a finding the counters cannot prove, or one already fixed, has a lower severity than its time
+    alone would give), `nothing-to-gain` last."""
+    ctx = context(job)
+    found: list[Finding] = []
+    for check in CHECKS:
+        found.extend(check(ctx))
+    found.extend(nothing_to_gain(ctx, found))
+    others = [f.path for f in job.files if f.ops() - f.app.get("POSIX_MKDIRS", 0) - f.app.get("POSIX_RMDIRS", 0) > 0
+              or f.bytes() > 0]
+    for f in found:
+        mine = set(f.files)
+        f.paths = group_paths(f.files, [o for o in others if o not in mine])
+        f.layout = [cmd.format(dir=p) for cmd in f.layout for p in f.paths] if f.layout else []
+        f.share = f.cost / ctx.T if ctx.T > 0 else 0.0
+        f.severity = "low" if f.id == "nothing-to-gain" else _severity(f.share, ctx, f.cap, f.in_effect)
+        if f.gain is not None:
+            f.gain["share_of_io_time"] = f.gain["seconds"] / ctx.T if ctx.T > 0 else 0.0
+    found.sort(key=lambda f: (f.id == "nothing-to-gain", SEVERITIES.index(f.severity), -f.cost, IDS.index(f.id)))
+    return found
+
+
+def job_times(job: Job) -> tuple[float, float]:
+    """(seconds in I/O calls, seconds the processes ran), each summed over processes."""
+    ctx = context(job)
+    return ctx.T, ctx.proc_time
+
+
+def fix_of(f: Finding, command: str) -> dict:
+    settings: dict = {}
+    if f.mode != "profile" and not f.in_effect and f.paths:
+        items = policy_items(f.paths, f.mode)
+        rules = [tuple(i.rsplit("=", 1)) for i in items]
+        settings["policy"] = items
+        settings["command"] = run_line(rules, command)
+        settings["toml"] = toml_snippet(rules, f.toml)
+    elif f.toml and f.mode != "profile":
+        settings["toml"] = toml_snippet([], f.toml)
+    if f.mpi_info:
+        settings["mpi_info"] = dict(f.mpi_info)
+    if f.hints:
+        settings["hints"] = list(f.hints)
+    return {"mode": f.mode, "layout": list(f.layout), "settings": settings}
+
+
+def finding_json(f: Finding, command: str) -> dict:
+    evidence = {"text": f.text, "counters": {k: _num(v) for k, v in f.counters.items()},
+                "io_time_s": f.cost, "io_time_share": f.share, "files": len(f.files),
+                "fix_in_effect": f.in_effect}
+    gain = None
+    if f.gain is not None:
+        gain = {"seconds": f.gain["seconds"], "share_of_io_time": f.gain.get("share_of_io_time", 0.0),
+                "how": f.gain["how"]}
+    return {"id": f.id, "severity": f.severity, "paths": list(f.paths), "evidence": evidence,
+            "fix": fix_of(f, command), "expected_gain": gain}
+
+
+def _num(x):
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2 ** 53:
+        return int(x)
+    return x
+
+
+def to_json(job: Job, findings: list[Finding] | None = None) -> dict:
+    """`sluice advise --json`: {"findings": [...]}, most costly first."""
+    findings = advise(job) if findings is None else findings
+    command = program_command(job)
+    return {"findings": [finding_json(f, command) for f in findings]}
+
+
+def plan(findings: list[Finding]) -> list[tuple[str, str]]:
+    """One policy for the whole job: each prefix the mode of its most costly finding."""
+    rules: dict[str, str] = {}
+    for f in findings:
+        if f.mode == "profile" or f.in_effect:
+            continue
+        for item in policy_items(f.paths, f.mode):
+            prefix, mode = item.rsplit("=", 1)
+            rules.setdefault(prefix, mode)
+    return list(rules.items())[:MAX_POLICY_ITEMS]
+
+
+__all__ = ["advise", "to_json", "plan", "fix_of", "job_times", "Finding", "SEVERITIES"]
