@@ -1088,12 +1088,19 @@ static int stage_close(struct sluice_file *f, int level)
 
 static int stage_control(struct sluice_file *f, int level, int op, void *arg)
 {
-    /* A staged file's descriptor is the kernel's own: mmap, locks and stdio
-     * work on it as they are; but its bytes may now change without a write
-     * we see, so an early copy is no longer trusted. */
-    struct staged *s = desc_of(f, level)->s;
+    /* A staged file's descriptor is the kernel's own: locks and stdio work
+     * on it as they are; but its bytes may now change without a write we
+     * see, so an early copy is no longer trusted. */
+    struct stage_desc *d = desc_of(f, level);
+    struct staged *s = d->s;
     if (!s)
         return sluice_tier_control(f, level + 1, op, arg);
+    if (op == SLUICE_CTL_FALLBACK && (*(const unsigned *)arg & SLUICE_FALLBACK_MMAP)) {
+        /* A mapping outlives the descriptor and its bytes change without a
+         * write we see: the file moves to the shared file system before it
+         * is mapped, and the mapping is of the real file. */
+        return stage_move_to_shared(f, d) == 0 ? 0 : sluice_tier_control(f, level + 1, op, arg);
+    }
     precopy_note_write(s, 0);
     pthread_mutex_lock(&st.lock);
     s->pre_done = INT64_MAX / 2;   /* and none is started */

@@ -239,6 +239,25 @@ def test_publish_sync_and_times_settings(tmp_path, tier, logdir, opts, fsyncs, u
     assert f.read_bytes() == b"x" * 100
 
 
+MAPPER = """
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"." * 4096)
+m = mmap.mmap(fd, 4096)
+os.close(fd)
+time.sleep(0.5)              # past the stage delay: a staged copy would be published now
+m[:11] = b"via mapping"
+m.flush()
+m.close()
+"""
+
+
+def test_writes_through_a_mapping_after_close_reach_the_file(target, tier, logdir):
+    f = target / "mapped.dat"
+    stage_run(tier, target, logdir, sys.executable, "-c", MAPPER, str(f))
+    assert f.read_bytes() == b"via mapping" + b"." * (4096 - 11)
+
+
 def test_freopen_for_writing_is_staged(target, tier, logdir):
     """freopen(path, "w", stream) (a program sending stdout to a file): the
     stream writes the staged file, as fopen's would."""

@@ -244,6 +244,10 @@ def copy_tree_setup(work: Path) -> None:
         p.write_bytes(bytes([i]) * (1000 * (i + 1)))
         p.chmod(0o640 + i)
         os.utime(p, ns=(1_600_000_000_000_000_000 + i, 1_600_000_000_000_000_000 + i))
+    # the directories' times too: `tar c` records them, and two runs a
+    # second apart would otherwise write different archives
+    for d in (src / "sub", src):
+        os.utime(d, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
 
 
 @pytest.mark.parametrize("mode", MODES)
