@@ -20,7 +20,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void forget_pid(void)
 {
-    self_pid = 0;
+    __atomic_store_n(&self_pid, 0, __ATOMIC_RELAXED);
 }
 
 static void watch_forks(void)
@@ -30,10 +30,14 @@ static void watch_forks(void)
 
 static pid_t own_pid(void)
 {
+    pid_t pid;
+
     pthread_once(&atfork_once, watch_forks);
-    if (!self_pid)
-        self_pid = getpid();
-    return self_pid;
+    if ((pid = __atomic_load_n(&self_pid, __ATOMIC_RELAXED)) == 0) {
+        pid = getpid();
+        __atomic_store_n(&self_pid, pid, __ATOMIC_RELAXED);
+    }
+    return pid;
 }
 
 int sluice_user_str_ok(const char *p)
