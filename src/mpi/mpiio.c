@@ -37,6 +37,7 @@
 #include "common/pathnorm.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "common/diag.h"
 #include "core/file.h"
 #include "core/policy.h"
 #include "core/record.h"
@@ -505,6 +506,28 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
     files = f;
     pthread_mutex_unlock(&files_lock);
     return rc;
+}
+
+/* A program that ends MPI with files still open (erroneous, but Open MPI
+ * lets it by): no collective flush can be run now, so each rank writes its
+ * own pending data, as independent writes would have, before MPI goes. */
+SLUICE_EXPORT int MPI_Finalize(void)
+{
+    int told = 0;
+
+    if (sluice_active()) {
+        pthread_mutex_lock(&files_lock);
+        for (struct mpiio_file *f = files; f; f = f->next) {
+            if (!f->aggregating || f->passthru || f->pending.n == 0)
+                continue;
+            if (!told++)
+                sluice_diag("acb mode: MPI_Finalize with %s still open; each rank writes what it holds", f->name);
+            if (write_own(f) != MPI_SUCCESS)
+                sluice_count_error(f->rec, SLUICE_SIDES_FS);
+        }
+        pthread_mutex_unlock(&files_lock);
+    }
+    return NEXT(Finalize)();
 }
 
 SLUICE_EXPORT int MPI_File_close(MPI_File *fh)

@@ -2,8 +2,9 @@
  * File per process through MPI-IO: every rank opens DIR/rank_N.dat on
  * MPI_COMM_SELF and writes 200 records of 1000 bytes with MPI_File_write,
  * one 2 MiB block with MPI_File_write_at after them, then 100 more records,
- * and closes. Each byte says which rank and record wrote it.
- *   mpirun -np N mpiio_fpp DIR
+ * and closes (with "noclose": ends MPI with the file still open, an
+ * error Open MPI lets by). Each byte says which rank and record wrote it.
+ *   mpirun -np N mpiio_fpp DIR [noclose]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 2)
+    if (argc != 2 && !(argc == 3 && strcmp(argv[2], "noclose") == 0))
         MPI_Abort(MPI_COMM_WORLD, 2);
     snprintf(path, sizeof path, "%s/rank_%d.dat", argv[1], rank);
     if (MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
@@ -39,7 +40,8 @@ int main(int argc, char **argv)
         if (MPI_File_write(fh, rec, REC, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_File_close(&fh);
+    if (argc == 2)
+        MPI_File_close(&fh);
     free(block);
     MPI_Finalize();
     return 0;

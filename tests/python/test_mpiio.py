@@ -80,6 +80,22 @@ def test_file_per_process_under_acb_writes_its_own_coalesced_pieces(tmp_path, lo
         assert e["fs"]["MPIIO_BYTES_WRITTEN"] == 300 * 1000 + 2 * 1024 * 1024
 
 
+def test_files_left_open_at_finalize_keep_their_bytes(tmp_path, logdir):
+    """A program that ends MPI without closing its file (Open MPI lets it
+    by): the writes still pending under acb reach the file, as plain's."""
+    plain_dir, acb_dir = tmp_path / "plain", tmp_path / "acb"
+    plain_dir.mkdir()
+    acb_dir.mkdir()
+    subprocess.run([*MPIRUN, bin_path("mpiio_fpp"), str(plain_dir), "noclose"], env={**os.environ, **MPI_ENV},
+                   check=True, timeout=300, capture_output=True)
+    cp = sluice("run", "--mode", "acb", "--log-dir", str(logdir), "--path", str(acb_dir), "--",
+                *MPIRUN, bin_path("mpiio_fpp"), str(acb_dir), "noclose", env=MPI_ENV)
+    for rank in range(4):
+        name = f"rank_{rank}.dat"
+        assert (acb_dir / name).read_bytes() == (plain_dir / name).read_bytes(), name
+    assert "MPI_Finalize with" in cp.stderr and "still open" in cp.stderr
+
+
 def test_atomic_mode_falls_back(workdir, logdir):
     e = run_known(workdir, logdir, "acb", "atomic")
     assert nonzero(e["app"], "MPIIO_") == {**KNOWN_APP, "MPIIO_FALLBACKS": 4}
@@ -110,7 +126,7 @@ def test_serial_program_unaffected(tmp_path):
 def test_mpiio_symbols_exported():
     nm = subprocess.run(["nm", "-D", "--defined-only", str(NATIVE / "libsluice.so")],
                         capture_output=True, text=True, check=True).stdout
-    exported = set(re.findall(r" T (MPI_File_\w+)", nm))
+    exported = set(re.findall(r" T (MPI_(?:File_\w+|Finalize))\b", nm))
     listed = re.findall(r"^SLUICE_MPIIO\((\w+),", (Path(__file__).parents[2] / "src/mpi/mpiio.def").read_text(), re.M)
     assert listed and {f"MPI_{n}" for n in listed} == exported
     undefined = subprocess.run(["nm", "-D", "--undefined-only", str(NATIVE / "libsluice.so")],
