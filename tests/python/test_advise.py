@@ -1,0 +1,392 @@
+"""`sluice advise`: real programs run under `sluice run`, their logs read
+back, and the expected finding first with the right mode, paths, layout and
+settings; the --json shape and order; the text and HTML forms; errors as
+the report gives them. A few checks that need a job's shape no small
+program makes quickly (a 1 GiB shared file, a straggler rank, 30 s of
+metadata) run on logs built in memory."""
+
+from __future__ import annotations
+
+import json
+import random
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import NATIVE, bin_path, sluice
+
+from sluice.advise import advise, to_json
+from sluice.advise.fix import group_paths
+from sluice.advise.rules import IDS
+from sluice.logfmt import Log, Record
+from sluice.report.model import merge
+
+KIB, MIB, GIB = 1024, 1024 * 1024, 1024 ** 3
+MPIRUN = ["mpirun", "--oversubscribe", "-np", "4"]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
+SEVERITY = {"high": 0, "medium": 1, "low": 2}
+
+
+def native(name: str) -> str:
+    p = NATIVE / name
+    if not p.exists():
+        pytest.fail(f"{p} is missing: build the tree first (scripts/test does)")
+    return str(p)
+
+
+def run(logdir: Path, workdir: Path, cmd: list[str], mode: str = "profile", env: dict | None = None) -> None:
+    sluice("run", "-q", "--mode", mode, "--log-dir", str(logdir), "--path", str(workdir), "--", *cmd, env=env)
+
+
+def findings(logdir: Path) -> list[dict]:
+    return json.loads(sluice("advise", "--json", str(logdir)).stdout)["findings"]
+
+
+def by_id(fs: list[dict], fid: str) -> dict:
+    for f in fs:
+        if f["id"] == fid:
+            return f
+    raise AssertionError(f"no {fid} finding in {[f['id'] for f in fs]}")
+
+
+# --------------------------------------------------------------------------
+# the programs, each with what advise must say first
+
+
+def small_writes(w: Path) -> list[str]:
+    return [bin_path("sluice-io"), f"creat:{w}/out.dat"] + ["write:8192"] * 2000 + ["close"]
+
+
+def small_reads(w: Path) -> list[str]:
+    (w / "in.dat").write_bytes(b"r" * (8 * MIB))
+    return [bin_path("sluice-io"), f"open:{w}/in.dat:r"] + ["read:4096"] * 2049 + ["close"]
+
+
+def small_files(w: Path) -> list[str]:
+    ops = []
+    for i in range(500):
+        ops += [f"creat:{w}/f.{i:04d}", "write:4096", "close"]
+    return [bin_path("sluice-io"), *ops]
+
+
+def create_once(w: Path) -> list[str]:
+    return [native("sluice-bench-create-once"), "--dir", str(w / "md"), "--procs", "2", "--files", "250", "--stat"]
+
+
+def random_reads(w: Path) -> list[str]:
+    (w / "big").write_bytes(b"z" * (16 * MIB))
+    rng = random.Random(1)
+    preads = [f"pread:4096:{rng.randrange(4096) * 4096}" for _ in range(3000)]
+    return [bin_path("sluice-io"), f"open:{w}/big:r", *preads, "close"]
+
+
+def strided_shared(w: Path) -> list[str]:
+    return [native("sluice-bench-strided-shared"), "--file", str(w / "shared"), "--procs", "4", "--size", "16M"]
+
+
+def fpp_netcdf(w: Path) -> list[str]:
+    return [native("sluice-bench-fpp-netcdf"), "--dir", str(w / "nc"), "--procs", "4", "--steps", "4"]
+
+
+def many_opens(w: Path) -> list[str]:
+    return [bin_path("sluice-io"), f"creat:{w}/log.txt", "write:100", "close"] + \
+        [f"open:{w}/log.txt:w,append", "write:100", "close"] * 150
+
+
+def stdio_text(w: Path) -> list[str]:
+    return [bin_path("sluice-io"), f"fopen:{w}/table.txt:w"] + ["fwrite:200"] * 3000 + ["fclose"]
+
+
+def misaligned(w: Path) -> list[str]:
+    return [bin_path("sluice-io"), f"creat:{w}/field.h5"] + ["write:1000000"] * 40 + ["close"]
+
+
+def amr_ckpt(w: Path) -> list[str]:
+    return [*MPIRUN, native("sluice-bench-amr-ckpt"), "--variant", "indep", "--file", str(w / "ckpt.dat"),
+            "--boxes", "2000", "--box-bytes", "4096"]
+
+
+def large_sequential(w: Path) -> list[str]:
+    return [native("sluice-bench-smallio"), "--file", str(w / "big.out"), "--size", "32M", "--write-size", "4M",
+            "--phase", "write"]
+
+
+# name: (program, mode, env, first finding, its mode, its paths, more checks)
+CASES = {
+    "small-writes": (small_writes, "profile", None, "small-writes", "buffer", lambda w: [str(w)], None),
+    "small-reads": (small_reads, "profile", None, "small-reads", "buffer", lambda w: [str(w)], None),
+    "small-files": (small_files, "profile", None, "file-per-process-small-files", "stage", lambda w: [str(w)], None),
+    "create-once": (create_once, "profile", None, "file-per-process-small-files", "stage",
+                    lambda w: [str(w / "md")], "fpp-layout"),
+    "random-reads": (random_reads, "profile", None, "random-reads", "profile", lambda w: [str(w)], None),
+    "strided-shared": (strided_shared, "profile", None, "small-shared-writes", "profile",
+                       lambda w: [str(w)], None),
+    "fpp-netcdf": (fpp_netcdf, "profile", None, "small-writes", "buffer", lambda w: [str(w / "nc")], "nofill"),
+    "many-opens": (many_opens, "profile", None, "many-opens-one-file", "stage", lambda w: [str(w)], None),
+    "stdio": (stdio_text, "profile", None, "stdio-heavy", "buffer", lambda w: [str(w)], None),
+    "misaligned": (misaligned, "profile", None, "misaligned", "buffer", lambda w: [str(w)], "hdf5-alignment"),
+    "amr-ckpt": (amr_ckpt, "profile", MPI_ENV, "small-mpiio-writes", "acb", lambda w: [str(w / "ckpt.dat")],
+                 "mpi-hints"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_expected_finding_first(case, workdir, logdir):
+    program, mode, env, first, fix_mode, paths, extra = CASES[case]
+    run(logdir, workdir, program(workdir), mode=mode, env=env)
+    fs = findings(logdir)
+    f = fs[0]
+    assert f["id"] == first, [(x["id"], x["severity"], x["evidence"]["io_time_share"]) for x in fs]
+    assert f["fix"]["mode"] == fix_mode
+    assert f["paths"] == paths(workdir)
+    assert f["severity"] in ("high", "medium")
+    assert 0 < f["evidence"]["io_time_share"] <= 1
+    assert f["evidence"]["counters"] and f["evidence"]["text"]
+    st = f["fix"]["settings"]
+    if fix_mode == "profile":
+        # no mode to set: no policy, but something to do instead
+        assert "policy" not in st and st["hints"]
+    else:
+        # a ready policy, command line and sluice.toml that `sluice run` accepts
+        assert st["policy"] == [f"{p}={fix_mode}" for p in f["paths"]]
+        assert st["command"].startswith("sluice run " + " ".join(f"--policy {p}={fix_mode}" for p in f["paths"]))
+        assert tomllib.loads(st["toml"])["policy"] == {p: fix_mode for p in f["paths"]}
+    if extra == "fpp-layout":
+        assert f["fix"]["layout"] == [f"lfs setstripe -c 1 {workdir / 'md'}"]
+        assert f["evidence"]["counters"]["files"] == 500
+    if extra == "nofill":
+        # netCDF fills before it writes: every byte written twice
+        red = by_id(fs, "redundant-writes")
+        assert any("NC_NOFILL" in h for h in red["fix"]["settings"]["hints"])
+        assert red["evidence"]["counters"]["bytes_again"] >= 0.45 * red["evidence"]["counters"]["POSIX_BYTES_WRITTEN"]
+        assert f["fix"]["layout"] == [f"lfs setstripe -c 1 {workdir / 'nc'}"]
+        assert by_id(fs, "file-per-process")["severity"] in ("medium", "low")   # capped: the log shows no layout
+    if extra == "hdf5-alignment":
+        assert f["evidence"]["counters"]["misaligned_writes"] == 39
+        assert any("H5Pset_alignment" in h for h in st["hints"])
+    if extra == "mpi-hints":
+        assert st["mpi_info"]["romio_cb_write"] == "enable"
+        assert f["evidence"]["counters"]["MPIIO_INDEP_WRITES"] == 2000
+        # the program's command line, launched on as many ranks
+        assert st["command"].endswith("-- mpirun -np 4 " + " ".join(amr_ckpt(workdir)[len(MPIRUN):]))
+
+
+def test_small_writes_evidence_and_gain(workdir, logdir):
+    run(logdir, workdir, small_writes(workdir))
+    f = findings(logdir)[0]
+    c = f["evidence"]["counters"]
+    assert c["POSIX_WRITES"] == 2000 and c["POSIX_SIZE_WRITE_0_100..100K_1M"] == 2000
+    assert c["POSIX_CONSEC_WRITES"] == 1999 and c["POSIX_BYTES_WRITTEN"] == 2000 * 8192
+    assert f["evidence"]["fix_in_effect"] is False
+    g = f["expected_gain"]
+    # 2,000 writes become 4 units of 4 MiB: 1,996 calls x the measured time per call
+    assert "1,996 write calls saved" in g["how"] and "4 MiB" in g["how"]
+    assert 0 < g["seconds"] <= c["POSIX_F_WRITE_TIME"]
+    assert g["share_of_io_time"] == pytest.approx(g["seconds"] / (f["evidence"]["io_time_s"] /
+                                                                  f["evidence"]["io_time_share"]))
+
+
+def test_large_sequential_writes_have_nothing_to_gain(workdir, logdir):
+    run(logdir, workdir, large_sequential(workdir))
+    fs = findings(logdir)
+    assert [f["id"] for f in fs] == ["nothing-to-gain"]
+    f = fs[0]
+    assert f["severity"] == "low" and f["fix"]["mode"] == "profile" and f["expected_gain"] is None
+    assert f["paths"] == [str(workdir)] and "policy" not in f["fix"]["settings"]
+    out = sluice("advise", str(logdir)).stdout
+    assert "[high]" not in out and "no mode to change" in out
+
+
+@pytest.mark.parametrize("mode,fid", [("buffer", "small-writes"), ("stage", "file-per-process-small-files")])
+def test_fix_already_in_effect(mode, fid, workdir, logdir):
+    """Run with the mode advise asks for: the finding stays, low, and says the fix works (both sides of the counters)."""
+    run(logdir, workdir, (small_writes if mode == "buffer" else create_once)(workdir), mode=mode)
+    f = by_id(findings(logdir), fid)
+    assert f["severity"] == "low" and f["evidence"]["fix_in_effect"] is True, f["evidence"]
+    assert "already in effect" in f["evidence"]["text"] or "in effect" in f["evidence"]["text"]
+    assert f["expected_gain"] is None and "policy" not in f["fix"]["settings"]
+    out = sluice("advise", str(logdir)).stdout
+    assert "(already in effect)" in out and "nothing to change" in out
+
+
+def test_json_shape_and_order(workdir, logdir):
+    """Several findings at once: exactly the documented keys, most costly first."""
+    d1, d2 = workdir / "a", workdir / "b"
+    d1.mkdir()
+    d2.mkdir()
+    ops = [f"creat:{d1}/log"] + ["write:100"] * 3000 + ["close"]
+    for i in range(150):
+        ops += [f"creat:{d2}/f{i}", "write:2048", "close"]
+    run(logdir, workdir, [bin_path("sluice-io"), *ops])
+    doc = json.loads(sluice("advise", "--json", str(logdir)).stdout)
+    assert list(doc) == ["findings"]
+    fs = doc["findings"]
+    assert {f["id"] for f in fs} >= {"small-writes", "file-per-process-small-files"}
+    for f in fs:
+        assert list(f) == ["id", "severity", "paths", "evidence", "fix", "expected_gain"]
+        assert list(f["fix"]) == ["mode", "layout", "settings"]
+        assert f["id"] in IDS and f["severity"] in SEVERITY
+        assert f["fix"]["mode"] in ("profile", "buffer", "stage", "acb")
+        assert isinstance(f["paths"], list) and all(p.startswith("/") for p in f["paths"])
+        assert f["expected_gain"] is None or set(f["expected_gain"]) == {"seconds", "share_of_io_time", "how"}
+    keys = [(SEVERITY[f["severity"]], -f["evidence"]["io_time_s"]) for f in fs if f["id"] != "nothing-to-gain"]
+    assert keys == sorted(keys)
+    assert by_id(fs, "small-writes")["paths"] == [str(d1)]
+    assert by_id(fs, "file-per-process-small-files")["paths"] == [str(d2)]
+    # the same job read twice gives the same advice
+    again = json.loads(sluice("advise", "--json", str(logdir)).stdout)
+    assert [(f["id"], f["paths"]) for f in again["findings"]] == [(f["id"], f["paths"]) for f in fs]
+    # the text names both prefixes in one policy for the whole job
+    out = sluice("advise", str(logdir)).stdout
+    assert f"--policy {d1}=buffer" in out and f"--policy {d2}=stage" in out
+
+
+def test_text_output(workdir, logdir):
+    run(logdir, workdir, small_writes(workdir))
+    out = sluice("advise", str(logdir)).stdout
+    assert out.startswith("sluice advise: job ")
+    assert "1. small-writes [" in out
+    assert f"sluice run --policy {workdir}=buffer -- " in out
+    assert f'"{workdir}" = "buffer"' in out
+    assert "expected gain: up to" in out
+
+
+def test_html_report_has_an_advice_section(workdir, logdir, tmp_path):
+    run(logdir, workdir, small_writes(workdir))
+    page = tmp_path / "r.html"
+    sluice("report", "--html", str(page), str(logdir))
+    text = page.read_text()
+    section = text.split('<section id="advice">', 1)[1].split("</section>", 1)[0]
+    assert '<tr data-finding="small-writes">' in section
+    assert f"--policy {workdir}=buffer" in section
+    assert "https:" not in section and "<script" not in section
+
+
+@pytest.mark.parametrize("damage", ["truncate", "not_a_log"])
+def test_corrupt_log_is_the_reports_error(damage, workdir, logdir):
+    run(logdir, workdir, [bin_path("sluice-io"), f"creat:{workdir}/f", "write:100", "close"])
+    (log,) = logdir.glob("*.sluice")
+    data = log.read_bytes()
+    log.write_bytes(data[:-7] if damage == "truncate" else b"no log at all" * 10)
+    rep = sluice("report", str(log), check=False)
+    adv = sluice("advise", str(log), check=False)
+    assert adv.returncode == rep.returncode == 1
+    assert adv.stderr == rep.stderr and adv.stderr.count("\n") == 1
+    assert adv.stderr.startswith("sluice: error: ") and str(log) in adv.stderr
+
+
+def test_missing_and_empty_inputs(tmp_path):
+    for arg in (tmp_path / "nothing", tmp_path):
+        rep, adv = sluice("report", str(arg), check=False), sluice("advise", str(arg), check=False)
+        assert adv.returncode == rep.returncode == 1 and adv.stderr == rep.stderr
+
+
+def test_listed_in_help():
+    out = sluice("--help").stdout
+    assert "advise" in out and out.index("report") < out.index("advise")
+
+
+# --------------------------------------------------------------------------
+# prefixes
+
+
+@pytest.mark.parametrize("paths,others,want", [
+    (["/s/run/a.dat"], [], ["/s/run"]),
+    (["/s/run/a.dat"], ["/s/run/b.dat"], ["/s/run/a.dat"]),
+    ([f"/s/run/p{r}/f{i}" for r in range(2) for i in range(20)], ["/s/in/x"], ["/s/run"]),
+    ([f"/s/run/p{r}/f{i}" for r in range(2) for i in range(20)], ["/s/run/log"], ["/s/run/p0", "/s/run/p1"]),
+    ([f"/s/{d}/x" for d in "abcdefghijk"], ["/s/keep"], ["/s"]),
+    (["<other files>"], [], []),
+])
+def test_group_paths(paths, others, want):
+    assert group_paths(paths, others) == want
+
+
+# --------------------------------------------------------------------------
+# shapes made in memory
+
+
+POSIX_ZERO = {"POSIX_MAX_BYTE_READ": -1, "POSIX_MAX_BYTE_WRITTEN": -1}
+
+
+def rec(path: str, module: str = "POSIX", **c) -> Record:
+    base = dict(POSIX_ZERO) if module == "POSIX" else {f"{module}_MAX_BYTE_READ": -1,
+                                                        f"{module}_MAX_BYTE_WRITTEN": -1}
+    base.update(c)
+    return Record(module, hash(path) & 0xFFFF, path, 0, dict(base), dict(base))
+
+
+def log(pid: int, records: list[Record], rank: int = -1, nprocs: int = -1, seconds: float = 10.0,
+        host: str = "n1") -> Log:
+    start = 1_700_000_000 * 10 ** 9
+    return Log(Path(f"/logs/{pid}.sluice"), (1, 0), 0, pid, 1, rank, nprocs, start, start + int(seconds * 1e9),
+               "exit", {"job_id": "j", "host": host, "exe": "/bin/sim", "cmdline": "/bin/sim in.nml",
+                        "mode": "profile"}, {}, records)
+
+
+def shared_big(rank: int) -> list[Record]:
+    n = 256
+    return [rec("/lus/out/big.dat", POSIX_OPENS=1, POSIX_WRITES=n, POSIX_BYTES_WRITTEN=n * 4 * MIB,
+                POSIX_CONSEC_WRITES=n - 1, POSIX_SEQ_WRITES=n - 1, POSIX_SIZE_WRITE_1M_4M=n,
+                POSIX_MAX_BYTE_WRITTEN=4 * GIB - 1, POSIX_F_WRITE_TIME=2.0 + rank * 0.01)]
+
+
+def test_large_shared_file_gets_stripes():
+    job = merge("j", [log(100 + r, shared_big(r), r, 4) for r in range(4)])
+    f = by_id(to_json(job)["findings"], "large-shared-file")
+    assert f["paths"] == ["/lus/out"] and f["severity"] == "medium"      # capped: the log shows no layout
+    assert f["fix"]["layout"] == ["lfs setstripe -c 4 -S 4M /lus/out"]
+    assert f["fix"]["mode"] == "profile"
+
+
+def test_straggler_rank():
+    logs = [log(100 + r, [rec(f"/lus/out/r{r}", POSIX_OPENS=1, POSIX_WRITES=10, POSIX_BYTES_WRITTEN=10 * 8 * MIB,
+                               POSIX_SIZE_WRITE_4M_10M=10, POSIX_CONSEC_WRITES=9, POSIX_MAX_BYTE_WRITTEN=80 * MIB - 1,
+                               POSIX_F_WRITE_TIME=8.0 if r == 3 else 1.0)], r, 4) for r in range(4)]
+    fs = to_json(merge("j", logs))["findings"]
+    f = by_id(fs, "rank-imbalance")
+    c = f["evidence"]["counters"]
+    assert c["slowest_rank"] == 3 and c["slowest_io_time"] == 8.0 and c["mean_io_time"] == pytest.approx(2.75)
+    # the I/O phase would end 8 - 2.75 s sooner with every rank at the mean
+    assert f["expected_gain"]["seconds"] == pytest.approx(5.25)
+    assert f["evidence"]["io_time_s"] == pytest.approx(5.25)
+    assert f["paths"] == ["/lus/out/r3"]
+    # every rank moved the same bytes: contention, not the data's distribution; the severity stays below high
+    assert "contention" in f["evidence"]["text"] and f["severity"] == "medium"
+
+
+def test_metadata_time_per_process_over_drishtis_30_s():
+    recs = [rec(f"/lus/in/p{i}", POSIX_OPENS=5, POSIX_STATS=20, POSIX_F_META_TIME=0.5,
+                POSIX_READS=1, POSIX_BYTES_READ=100, POSIX_MAX_BYTE_READ=99, POSIX_F_READ_TIME=0.001)
+            for i in range(80)]
+    fs = to_json(merge("j", [log(7, recs, seconds=100)]))["findings"]
+    f = fs[0]
+    assert f["id"] == "metadata-heavy" and f["severity"] == "high"
+    assert f["evidence"]["counters"]["processes_over_30s"] == 1
+    assert f["fix"]["mode"] == "profile"      # files the program only reads: no mode keeps their metadata off
+    assert "30 s" in f["evidence"]["text"]
+
+
+def test_independent_mpiio_on_a_shared_file():
+    def ranks(r):
+        n = 400
+        return [rec("/lus/ck/shared.h5", "MPIIO", MPIIO_COLL_OPENS=1, MPIIO_INDEP_WRITES=n,
+                    MPIIO_BYTES_WRITTEN=n * 2 * MIB, MPIIO_SIZE_WRITE_1M_4M=n, MPIIO_F_WRITE_TIME=3.0,
+                    MPIIO_MAX_BYTE_WRITTEN=1600 * MIB - 1),
+                rec("/lus/ck/shared.h5", POSIX_OPENS=1, POSIX_WRITES=n, POSIX_BYTES_WRITTEN=n * 2 * MIB,
+                    POSIX_SIZE_WRITE_1M_4M=n, POSIX_F_WRITE_TIME=2.9, POSIX_MAX_BYTE_WRITTEN=1600 * MIB - 1)]
+    job = merge("j", [log(100 + r, ranks(r), r, 4, host=f"n{r // 2}") for r in range(4)])
+    fs = to_json(job)["findings"]
+    f = by_id(fs, "no-collective-mpiio")
+    assert f["fix"]["mode"] == "acb" and f["paths"] == ["/lus/ck"]
+    assert f["fix"]["settings"]["mpi_info"]["cb_nodes"] == "2"
+    assert f["evidence"]["counters"]["MPIIO_INDEP_WRITES"] == 1600
+    # 1.6 GiB shared by 4 ranks: layout advice too, with MPI-IO striping hints
+    big = by_id(fs, "large-shared-file")
+    assert big["fix"]["settings"]["mpi_info"]["striping_factor"] == "4"
+
+
+def test_empty_job_has_no_findings():
+    job = merge("j", [log(1, [])])
+    assert advise(job) == [] and to_json(job) == {"findings": []}
