@@ -4,6 +4,7 @@
  * or path is not recorded, else call the core (src/core/file.c) and convert
  * its return in one place (sluice_ret_*). Symbols: wrappers.def.
  */
+#include <aio.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -1043,6 +1044,87 @@ SLUICE_EXPORT ssize_t flistxattr(int fd, char *list, size_t size)
 SLUICE_EXPORT int fremovexattr(int fd, const char *name)
 {
     XATTR_FD(fd, SLUICE_REAL(fremovexattr)(fd, name), .op = SLUICE_XATTR_REMOVE, .name = name);
+}
+
+/* ---- POSIX AIO (Open MPI's OMPIO uses it for non-blocking I/O) ---- */
+
+/* An AIO request on a recorded file: the kernel (or the C library's AIO
+ * threads) reads or writes it later, where no tier sees it, so a tier
+ * holding the file's bytes steps aside first, as for kernel copies; the
+ * request is counted. */
+static void aio_submitted(int fd, int counter)
+{
+    int saved = errno;
+    struct sluice_file *f;
+
+    if (!sluice_active() || !sluice_fd_known(fd))
+        return;
+    sluice_fd_fallback(fd, SLUICE_FALLBACK_KERNEL);
+    if (counter >= 0 && (f = sluice_fd_get(fd)) != NULL) {
+        uint64_t t = sluice_now();
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, counter, t, t);
+        sluice_file_put(f);
+    }
+    errno = saved;
+}
+
+SLUICE_EXPORT int aio_read(struct aiocb *cb)
+{
+    if (cb)
+        aio_submitted(cb->aio_fildes, POSIX_AIO_READS);
+    return SLUICE_REAL(aio_read)(cb);
+}
+
+SLUICE_EXPORT int aio_read64(struct aiocb64 *cb)
+{
+    if (cb)
+        aio_submitted(cb->aio_fildes, POSIX_AIO_READS);
+    return SLUICE_REAL(aio_read64)(cb);
+}
+
+SLUICE_EXPORT int aio_write(struct aiocb *cb)
+{
+    if (cb)
+        aio_submitted(cb->aio_fildes, POSIX_AIO_WRITES);
+    return SLUICE_REAL(aio_write)(cb);
+}
+
+SLUICE_EXPORT int aio_write64(struct aiocb64 *cb)
+{
+    if (cb)
+        aio_submitted(cb->aio_fildes, POSIX_AIO_WRITES);
+    return SLUICE_REAL(aio_write64)(cb);
+}
+
+/* (an fsync: every byte a tier holds goes first; not counted as a request) */
+SLUICE_EXPORT int aio_fsync(int op, struct aiocb *cb)
+{
+    if (cb)
+        aio_submitted(cb->aio_fildes, -1);
+    return SLUICE_REAL(aio_fsync)(op, cb);
+}
+
+SLUICE_EXPORT int aio_fsync64(int op, struct aiocb64 *cb)
+{
+    if (cb)
+        aio_submitted(cb->aio_fildes, -1);
+    return SLUICE_REAL(aio_fsync64)(op, cb);
+}
+
+SLUICE_EXPORT int lio_listio(int mode, struct aiocb *const list[], int n, struct sigevent *sev)
+{
+    for (int i = 0; list && i < n; i++)
+        if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
+            aio_submitted(list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_READ ? POSIX_AIO_READS : POSIX_AIO_WRITES);
+    return SLUICE_REAL(lio_listio)(mode, list, n, sev);
+}
+
+SLUICE_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int n, struct sigevent *sev)
+{
+    for (int i = 0; list && i < n; i++)
+        if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
+            aio_submitted(list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_READ ? POSIX_AIO_READS : POSIX_AIO_WRITES);
+    return SLUICE_REAL(lio_listio64)(mode, list, n, sev);
 }
 
 /* ---- bytes the kernel moves between descriptors ---- */

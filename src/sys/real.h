@@ -9,6 +9,7 @@
 #ifndef SLUICE_INTERPOSE_REAL_H
 #define SLUICE_INTERPOSE_REAL_H
 
+#include <aio.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>

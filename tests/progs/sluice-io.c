@@ -11,6 +11,7 @@
  * r,w,rw,creat,trunc,append,excl,sync; whence is set,cur,end.
  */
 
+#include <aio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -287,6 +288,23 @@ static int meta_op(const char *name, const char *path, long count, long long *re
     return 1;
 }
 
+/* Wait for an AIO request and return its result (aio_return), or -1. */
+static long long aio_wait(struct aiocb *cb)
+{
+    const struct aiocb *list[1] = {cb};
+    while (aio_error(cb) == EINPROGRESS)
+        aio_suspend(list, 1, NULL);
+    return (long long)aio_return(cb);
+}
+
+static long long aio_wait64(struct aiocb64 *cb)
+{
+    const struct aiocb64 *list[1] = {cb};
+    while (aio_error64(cb) == EINPROGRESS)
+        aio_suspend64(list, 1, NULL);
+    return (long long)aio_return64(cb);
+}
+
 int main(int argc, char **argv)
 {
     memset(buf, 'x', sizeof buf);
@@ -366,6 +384,32 @@ int main(int argc, char **argv)
             ret = fcntl(fd, F_SETLK, &lk);
         }
         else if (IS("flock")) ret = flock(fd, LOCK_EX) ?: flock(fd, LOCK_UN);
+        /* POSIX AIO: one request at offset 0 (lio_listio: two writes, at 0
+         * and at n), waited for; the result is aio_return's (summed) */
+        else if (IS("aio_write") || IS("aio_read") || IS("aio_fsync")) {
+            struct aiocb cb = {.aio_fildes = fd, .aio_buf = buf, .aio_nbytes = (size_t)n};
+            int rc = IS("aio_write") ? aio_write(&cb) : IS("aio_read") ? aio_read(&cb) : aio_fsync(O_SYNC, &cb);
+            ret = rc ? -1 : aio_wait(&cb);
+        }
+        else if (IS("aio_write64") || IS("aio_read64") || IS("aio_fsync64")) {
+            struct aiocb64 cb = {.aio_fildes = fd, .aio_buf = buf, .aio_nbytes = (size_t)n};
+            int rc = IS("aio_write64") ? aio_write64(&cb) : IS("aio_read64") ? aio_read64(&cb) : aio_fsync64(O_SYNC, &cb);
+            ret = rc ? -1 : aio_wait64(&cb);
+        }
+        else if (IS("lio_listio")) {
+            struct aiocb first = {.aio_fildes = fd, .aio_buf = buf, .aio_nbytes = (size_t)n, .aio_lio_opcode = LIO_WRITE};
+            struct aiocb second = first;
+            second.aio_offset = n;
+            struct aiocb *list[2] = {&first, &second};
+            ret = lio_listio(LIO_WAIT, list, 2, NULL) ? -1 : (long long)aio_return(&first) + (long long)aio_return(&second);
+        }
+        else if (IS("lio_listio64")) {
+            struct aiocb64 first = {.aio_fildes = fd, .aio_buf = buf, .aio_nbytes = (size_t)n, .aio_lio_opcode = LIO_WRITE};
+            struct aiocb64 second = first;
+            second.aio_offset = n;
+            struct aiocb64 *list[2] = {&first, &second};
+            ret = lio_listio64(LIO_WAIT, list, 2, NULL) ? -1 : (long long)aio_return64(&first) + (long long)aio_return64(&second);
+        }
         else if (IS("flock_ex")) ret = flock(fd, LOCK_EX);
         else if (IS("flock_un")) ret = flock(fd, LOCK_UN);
         else if (IS("fcntl_unlk")) {

@@ -178,6 +178,19 @@ def test_mmap_flushes_and_falls_back(target, logdir):
     assert fs["POSIX_WRITES"] == 2 and f.read_bytes() == b"x" * 150
 
 
+def test_posix_aio_sees_buffered_bytes_and_falls_back(target, logdir):
+    """An AIO request is served by the kernel (or the C library's threads),
+    not by the tier: the bytes held for the file are written first and the
+    file goes straight through from then on (OMPIO's non-blocking I/O)."""
+    f = target / "aio.dat"
+    res = io(logdir, target, [f"open:{f}:rw,creat", "write:100", "aio_read:100", "write:10", "close"])
+    assert [r["ret"] for r in res] == [res[0]["ret"], 100, 100, 10, 0]
+    app, fs = counters(logdir, f)
+    assert app["POSIX_AIO_READS"] == fs["POSIX_AIO_READS"] == 1
+    assert app["POSIX_FALLBACK_KERNEL"] == 1 and fs["POSIX_WRITES"] == 2   # the 100 held, then 10 straight through
+    assert f.read_bytes() == b"x" * 110
+
+
 def test_sync_opens_fall_back(target, logdir):
     g = target / "s.dat"
     io(logdir, target, [f"open:{g}:w,creat,sync", "write:10", "write:10", "close"])

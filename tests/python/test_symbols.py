@@ -93,6 +93,15 @@ for sym in ("mmap", "mmap64"):
     case(sym, ["open:{f}:rw,creat", "write:100", f"{sym}:100", "close"],
          P(OPENS=1, WRITES=1, BYTES_WRITTEN=100, MAX_BYTE_WRITTEN=99, SIZE_WRITE_0_100=1, MMAPS=1))
 case("flock", ["creat:{f}", "flock", "fcntl_setlk", "close"], P(OPENS=1, LOCKS=3))
+for sym in ("aio_write", "aio_write64"):
+    case(sym, ["creat:{f}", f"{sym}:100", "close"], P(OPENS=1, AIO_WRITES=1))
+for sym in ("aio_read", "aio_read64"):   # (not a read of POSIX_READS: no read/write switch)
+    case(sym, W300 + [f"{sym}:100", "close"],
+         {**{k: v for k, v in W300_C.items() if k != "POSIX_RW_SWITCHES"}, **P(AIO_READS=1)})
+for sym in ("aio_fsync", "aio_fsync64"):
+    case(sym, ["creat:{f}", f"{sym}:0", "close"], P(OPENS=1))
+for sym in ("lio_listio", "lio_listio64"):
+    case(sym, ["creat:{f}", f"{sym}:100", "close"], P(OPENS=1, AIO_WRITES=2))
 for sym in ("lockf", "lockf64"):
     case(sym, ["creat:{f}", sym, "close"], P(OPENS=1, LOCKS=2))   # F_TEST is not counted
 for sym in ("truncate", "truncate64"):
