@@ -17,7 +17,7 @@ from __future__ import annotations
 from sluice.advise import thresholds as th
 from sluice.advise.fix import (MAX_POLICY_ITEMS, group_paths, policy_items, program_command, run_line,
                                toml_snippet)
-from sluice.advise.rules import CHECKS, IDS, Context, Finding, context, nothing_to_gain
+from sluice.advise.rules import CHECKS, IDS, Context, Finding, context, io_time, nothing_to_gain
 from sluice.report.model import Job
 
 SEVERITIES = ("high", "medium", "low")
@@ -59,8 +59,7 @@ def advise(job: Job) -> list[Finding]:
 
 def job_times(job: Job) -> tuple[float, float]:
     """(seconds in I/O calls, seconds the processes ran), each summed over processes."""
-    ctx = context(job)
-    return ctx.T, ctx.proc_time
+    return sum(io_time(f.app) for f in job.files), sum(l.runtime for l in job.logs)
 
 
 def fix_of(f: Finding, command: str) -> dict:

@@ -27,6 +27,12 @@ def _parent(p: str) -> str:
     return dirname(p.rstrip("/")) or "/"
 
 
+def _ancestors(p: str):
+    while p != "/":
+        p = _parent(p)
+        yield p
+
+
 def group_paths(paths: list[str], others: list[str], limit: int = MAX_PREFIXES) -> list[str]:
     """The prefixes that cover `paths`: a file's directory when nothing
     else the job touched is in it (or when many of `paths` are), sibling
@@ -35,11 +41,13 @@ def group_paths(paths: list[str], others: list[str], limit: int = MAX_PREFIXES) 
     chosen = sorted({p for p in paths if is_real(p)})
     if not chosen:
         return []
-    rest = [o for o in others if is_real(o) and o not in set(chosen)]
+    mine = set(chosen)
+    rest = [o for o in others if is_real(o) and o not in mine]
+    rest_dirs = Counter(_parent(o) for o in rest)
+    under_rest = {a for o in rest for a in _ancestors(o)}      # directories with another file somewhere below
     by_dir: dict[str, list[str]] = defaultdict(list)
     for p in chosen:
         by_dir[_parent(p)].append(p)
-    rest_dirs = Counter(_parent(o) for o in rest)
     prefixes: set[str] = set()
     for d, members in by_dir.items():
         if rest_dirs[d] == 0 or len(members) > MAX_PREFIXES:
@@ -49,29 +57,24 @@ def group_paths(paths: list[str], others: list[str], limit: int = MAX_PREFIXES) 
 
     def clean(ps: set[str]) -> set[str]:
         # a prefix under another one adds nothing
-        return {p for p in ps if not any(q != p and _under(p, q) for q in ps)}
+        return {p for p in ps if not any(a in ps for a in _ancestors(p))}
 
     prefixes = clean(prefixes)
     # Siblings merge into their parent while no other file is under it.
-    changed = True
-    while changed and len(prefixes) > 1:
-        changed = False
+    while len(prefixes) > 1:
         parents = Counter(_parent(p) for p in prefixes if p != "/")
-        for par, n in parents.most_common():
-            if n < 2 or par == "/":
-                continue
-            if any(_under(o, par) for o in rest):
-                continue
-            prefixes = clean({p for p in prefixes if _parent(p) != par} | {par})
-            changed = True
+        merge = [par for par, k in parents.items() if k >= 2 and par != "/" and par not in under_rest]
+        if not merge:
             break
-    # Too many: merge the deepest ones regardless.
+        merge_set = set(merge)
+        prefixes = clean({p for p in prefixes if _parent(p) not in merge_set} | merge_set)
+    # Too many: merge the deepest ones into their parents, a level at a time.
     while len(prefixes) > limit:
-        deepest = max(prefixes, key=lambda p: (p.count("/"), p))
-        par = _parent(deepest)
-        if par == deepest:
+        depth = max(p.count("/") for p in prefixes)
+        deep = {p for p in prefixes if p.count("/") == depth and p != "/"}
+        if not deep:
             break
-        prefixes = clean({p for p in prefixes if _parent(p) != par} | {par})
+        prefixes = clean((prefixes - deep) | {_parent(p) for p in deep})
     return sorted(prefixes)
 
 

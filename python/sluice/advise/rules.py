@@ -28,7 +28,13 @@ HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".nc4")
 
 
 def v(d: dict, *names: str) -> float:
-    return sum(d.get(n, 0) or 0 for n in names)
+    total = 0
+    get = d.get
+    for name in names:
+        x = get(name)
+        if x:
+            total += x
+    return total
 
 
 def small(d: dict, module: str, kind: str) -> float:
