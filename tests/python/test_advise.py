@@ -98,6 +98,11 @@ def stdio_text(w: Path) -> list[str]:
     return [bin_path("sluice-io"), f"fopen:{w}/table.txt:w"] + ["fwrite:200"] * 3000 + ["fclose"]
 
 
+def stats(w: Path) -> list[str]:
+    (w / "params.nml").write_text("&run nsteps=10 /\n")
+    return [bin_path("sluice-io")] + [f"stat:{w}/params.nml"] * 1500
+
+
 def misaligned(w: Path) -> list[str]:
     return [bin_path("sluice-io"), f"creat:{w}/field.h5"] + ["write:1000000"] * 40 + ["close"]
 
@@ -124,6 +129,7 @@ CASES = {
                        lambda w: [str(w)], None),
     "fpp-netcdf": (fpp_netcdf, "profile", None, "small-writes", "buffer", lambda w: [str(w / "nc")], "nofill"),
     "many-opens": (many_opens, "profile", None, "many-opens-one-file", "stage", lambda w: [str(w)], None),
+    "stats": (stats, "profile", None, "metadata-heavy", "profile", lambda w: [str(w)], "stats"),
     "stdio": (stdio_text, "profile", None, "stdio-heavy", "buffer", lambda w: [str(w)], None),
     "misaligned": (misaligned, "profile", None, "misaligned", "buffer", lambda w: [str(w)], "hdf5-alignment"),
     "amr-ckpt": (amr_ckpt, "profile", MPI_ENV, "small-mpiio-writes", "acb", lambda w: [str(w / "ckpt.dat")],
@@ -162,6 +168,8 @@ def test_expected_finding_first(case, workdir, logdir):
         assert red["evidence"]["counters"]["bytes_again"] >= 0.45 * red["evidence"]["counters"]["POSIX_BYTES_WRITTEN"]
         assert f["fix"]["layout"] == [f"lfs setstripe -c 1 {workdir / 'nc'}"]
         assert by_id(fs, "file-per-process")["severity"] in ("medium", "low")   # capped: the log shows no layout
+    if extra == "stats":
+        assert f["evidence"]["counters"]["POSIX_STATS"] == 1500 and f["evidence"]["io_time_share"] > 0.9
     if extra == "hdf5-alignment":
         assert f["evidence"]["counters"]["misaligned_writes"] == 39
         assert any("H5Pset_alignment" in h for h in st["hints"])
