@@ -1,0 +1,179 @@
+/*
+ * MPI-IO called from Fortran (`include 'mpif.h'`, `use mpi`). Open MPI's
+ * Fortran bindings call PMPI_File_* directly, so a C wrapper never sees a
+ * Fortran program's I/O: these wrappers take the Fortran entry points
+ * (every name mangling Open MPI exports: mpi_file_write_at_, ...__, plain
+ * and upper case), convert the handles, strings and status, and call the C
+ * wrappers of mpiio.c, which count, aggregate (--mode acb) and go on to
+ * the MPI library. `use mpi_f08` reaches the library by other names and is
+ * not seen (docs/mpiio.md).
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpose/interpose.h"
+#include "mpi/pmpi.h"
+
+/* Every spelling of one Fortran entry point, defined once as NAME_. */
+#define FORTRAN_NAMES(lower, upper)                                                              \
+    SLUICE_EXPORT __typeof__(lower##_) lower __attribute__((alias(#lower "_")));                \
+    SLUICE_EXPORT __typeof__(lower##_) lower##__ __attribute__((alias(#lower "_")));            \
+    SLUICE_EXPORT __typeof__(lower##_) upper __attribute__((alias(#lower "_")));
+
+/* A Fortran string (blank-padded, len bytes, no NUL) as a C string, or NULL
+ * without memory. The caller frees it. */
+static char *fortran_string(const char *s, size_t len)
+{
+    char *c;
+
+    while (len > 0 && s[len - 1] == ' ')
+        len--;
+    while (len > 0 && *s == ' ') {
+        s++;
+        len--;
+    }
+    if ((c = malloc(len + 1)) != NULL) {
+        memcpy(c, s, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+static MPI_Status *c_status(MPI_Fint *f, MPI_Status *c)
+{
+    return (void *)f == sluice__pmpi.f_status_ignore ? MPI_STATUS_IGNORE : c;
+}
+
+static void status_back(MPI_Fint *f, const MPI_Status *c)
+{
+    if ((void *)f != sluice__pmpi.f_status_ignore)
+        SLUICE_PMPI(Status_c2f)(c, f);
+}
+
+static void *c_buffer(void *buf)
+{
+    return buf == sluice__pmpi.f_bottom ? MPI_BOTTOM : buf;
+}
+
+/* ---- open, close, sync, view, size ---- */
+
+SLUICE_EXPORT void mpi_file_open_(MPI_Fint *comm, char *filename, MPI_Fint *amode, MPI_Fint *info, MPI_Fint *fh,
+                                  MPI_Fint *ierr, size_t filename_len);
+void mpi_file_open_(MPI_Fint *comm, char *filename, MPI_Fint *amode, MPI_Fint *info, MPI_Fint *fh, MPI_Fint *ierr,
+                    size_t filename_len)
+{
+    MPI_File c_fh;
+    char *name;
+
+    if (sluice_pmpi_load() != 0 || !(name = fortran_string(filename, filename_len))) {
+        *ierr = MPI_ERR_OTHER;
+        return;
+    }
+    *ierr = MPI_File_open(SLUICE_PMPI(Comm_f2c)(*comm), name, (int)*amode, SLUICE_PMPI(Info_f2c)(*info), &c_fh);
+    if (*ierr == MPI_SUCCESS)
+        *fh = SLUICE_PMPI(File_c2f)(c_fh);
+    free(name);
+}
+FORTRAN_NAMES(mpi_file_open, MPI_FILE_OPEN)
+
+SLUICE_EXPORT void mpi_file_close_(MPI_Fint *fh, MPI_Fint *ierr);
+void mpi_file_close_(MPI_Fint *fh, MPI_Fint *ierr)
+{
+    MPI_File c_fh;
+
+    if (sluice_pmpi_load() != 0) {
+        *ierr = MPI_ERR_OTHER;
+        return;
+    }
+    c_fh = SLUICE_PMPI(File_f2c)(*fh);
+    *ierr = MPI_File_close(&c_fh);
+    if (*ierr == MPI_SUCCESS)
+        *fh = SLUICE_PMPI(File_c2f)(c_fh);
+}
+FORTRAN_NAMES(mpi_file_close, MPI_FILE_CLOSE)
+
+SLUICE_EXPORT void mpi_file_sync_(MPI_Fint *fh, MPI_Fint *ierr);
+void mpi_file_sync_(MPI_Fint *fh, MPI_Fint *ierr)
+{
+    *ierr = sluice_pmpi_load() != 0 ? MPI_ERR_OTHER : MPI_File_sync(SLUICE_PMPI(File_f2c)(*fh));
+}
+FORTRAN_NAMES(mpi_file_sync, MPI_FILE_SYNC)
+
+SLUICE_EXPORT void mpi_file_set_view_(MPI_Fint *fh, MPI_Offset *disp, MPI_Fint *etype, MPI_Fint *filetype,
+                                      char *datarep, MPI_Fint *info, MPI_Fint *ierr, size_t datarep_len);
+void mpi_file_set_view_(MPI_Fint *fh, MPI_Offset *disp, MPI_Fint *etype, MPI_Fint *filetype, char *datarep,
+                        MPI_Fint *info, MPI_Fint *ierr, size_t datarep_len)
+{
+    char *rep;
+
+    if (sluice_pmpi_load() != 0 || !(rep = fortran_string(datarep, datarep_len))) {
+        *ierr = MPI_ERR_OTHER;
+        return;
+    }
+    *ierr = MPI_File_set_view(SLUICE_PMPI(File_f2c)(*fh), *disp, SLUICE_PMPI(Type_f2c)(*etype),
+                              SLUICE_PMPI(Type_f2c)(*filetype), rep, SLUICE_PMPI(Info_f2c)(*info));
+    free(rep);
+}
+FORTRAN_NAMES(mpi_file_set_view, MPI_FILE_SET_VIEW)
+
+SLUICE_EXPORT void mpi_file_set_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr);
+void mpi_file_set_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr)
+{
+    *ierr = sluice_pmpi_load() != 0 ? MPI_ERR_OTHER : MPI_File_set_size(SLUICE_PMPI(File_f2c)(*fh), *size);
+}
+FORTRAN_NAMES(mpi_file_set_size, MPI_FILE_SET_SIZE)
+
+SLUICE_EXPORT void mpi_file_get_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr);
+void mpi_file_get_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr)
+{
+    *ierr = sluice_pmpi_load() != 0 ? MPI_ERR_OTHER : MPI_File_get_size(SLUICE_PMPI(File_f2c)(*fh), size);
+}
+FORTRAN_NAMES(mpi_file_get_size, MPI_FILE_GET_SIZE)
+
+/* ---- data: explicit offsets and the individual file pointer ---- */
+
+#define FORTRAN_AT(lower, upper, cfunc, constbuf)                                                      \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, MPI_Offset *off, constbuf void *buf, MPI_Fint *count,    \
+                                MPI_Fint *type, MPI_Fint *status, MPI_Fint *ierr);                      \
+    void lower##_(MPI_Fint *fh, MPI_Offset *off, constbuf void *buf, MPI_Fint *count, MPI_Fint *type, \
+                  MPI_Fint *status, MPI_Fint *ierr)                                                     \
+    {                                                                                                   \
+        MPI_Status c;                                                                                   \
+        if (sluice_pmpi_load() != 0) {                                                                  \
+            *ierr = MPI_ERR_OTHER;                                                                      \
+            return;                                                                                     \
+        }                                                                                               \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), *off, c_buffer((void *)buf), (int)*count,             \
+                      SLUICE_PMPI(Type_f2c)(*type), c_status(status, &c));                              \
+        if (*ierr == MPI_SUCCESS)                                                                       \
+            status_back(status, &c);                                                                    \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+#define FORTRAN_POS(lower, upper, cfunc, constbuf)                                                     \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *count, MPI_Fint *type,     \
+                                MPI_Fint *status, MPI_Fint *ierr);                                      \
+    void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *status, \
+                  MPI_Fint *ierr)                                                                       \
+    {                                                                                                   \
+        MPI_Status c;                                                                                   \
+        if (sluice_pmpi_load() != 0) {                                                                  \
+            *ierr = MPI_ERR_OTHER;                                                                      \
+            return;                                                                                     \
+        }                                                                                               \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), c_buffer((void *)buf), (int)*count,                   \
+                      SLUICE_PMPI(Type_f2c)(*type), c_status(status, &c));                              \
+        if (*ierr == MPI_SUCCESS)                                                                       \
+            status_back(status, &c);                                                                    \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+FORTRAN_AT(mpi_file_write_at, MPI_FILE_WRITE_AT, MPI_File_write_at, const)
+FORTRAN_AT(mpi_file_write_at_all, MPI_FILE_WRITE_AT_ALL, MPI_File_write_at_all, const)
+FORTRAN_AT(mpi_file_read_at, MPI_FILE_READ_AT, MPI_File_read_at, )
+FORTRAN_AT(mpi_file_read_at_all, MPI_FILE_READ_AT_ALL, MPI_File_read_at_all, )
+FORTRAN_POS(mpi_file_write, MPI_FILE_WRITE, MPI_File_write, const)
+FORTRAN_POS(mpi_file_write_all, MPI_FILE_WRITE_ALL, MPI_File_write_all, const)
+FORTRAN_POS(mpi_file_read, MPI_FILE_READ, MPI_File_read, )
+FORTRAN_POS(mpi_file_read_all, MPI_FILE_READ_ALL, MPI_File_read_all, )
