@@ -215,7 +215,7 @@ def test_fix_already_in_effect(mode, fid, workdir, logdir):
     assert "already in effect" in f["evidence"]["text"] or "in effect" in f["evidence"]["text"]
     assert f["expected_gain"] is None and "policy" not in f["fix"]["settings"]
     out = sluice("advise", str(logdir)).stdout
-    assert "(already in effect)" in out and "nothing to change" in out
+    assert "(already in effect)" in out and "no mode to add" in out
 
 
 def test_json_shape_and_order(workdir, logdir):
@@ -398,3 +398,20 @@ def test_independent_mpiio_on_a_shared_file():
 def test_empty_job_has_no_findings():
     job = merge("j", [log(1, [])])
     assert advise(job) == [] and to_json(job) == {"findings": []}
+
+
+@pytest.mark.parametrize("fs_writes,in_effect,severity", [(2000, False, "high"), (1400, True, "high"),
+                                                          (8, True, "low")])
+def test_fix_in_effect_from_both_sides(fs_writes, in_effect, severity):
+    """The fs side of the counters says whether a mode already acts on the file, and how well."""
+    c = dict(POSIX_OPENS=1, POSIX_WRITES=2000, POSIX_BYTES_WRITTEN=2000 * 8 * KIB, POSIX_SIZE_WRITE_1K_10K=2000,
+             POSIX_CONSEC_WRITES=1999, POSIX_MAX_BYTE_WRITTEN=2000 * 8 * KIB - 1, POSIX_F_WRITE_TIME=1.0)
+    r = rec("/lus/run/out.dat", **c)
+    r.fs.update(POSIX_WRITES=fs_writes, POSIX_SIZE_WRITE_1K_10K=min(fs_writes, 2000))
+    f = by_id(to_json(merge("j", [log(1, [r], seconds=2)]))["findings"], "small-writes")
+    assert f["evidence"]["fix_in_effect"] is in_effect and f["severity"] == severity
+    assert f["evidence"]["counters"]["fs_POSIX_WRITES"] == fs_writes
+    # a policy line only where no mode acts yet
+    assert ("policy" in f["fix"]["settings"]) is (not in_effect)
+    if fs_writes == 1400:
+        assert "only 1.4 times fewer" in f["evidence"]["text"]

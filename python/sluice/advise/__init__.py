@@ -24,7 +24,7 @@ SEVERITIES = ("high", "medium", "low")
 
 
 def _severity(share: float, ctx: Context, cap: str | None, in_effect: bool) -> str:
-    if in_effect:
+    if in_effect:           # a mode already fixes it (one that fixes it only in part keeps its severity)
         return "low"
     level = 0 if share >= th.SEVERITY_HIGH else 1 if share >= th.SEVERITY_MEDIUM else 2
     if ctx.proc_time > 0 and ctx.T / ctx.proc_time < th.IO_SHARE_OF_RUNTIME:
@@ -50,7 +50,7 @@ def advise(job: Job) -> list[Finding]:
         f.paths = group_paths(f.files, [o for o in others if o not in mine])
         f.layout = [cmd.format(dir=p) for cmd in f.layout for p in f.paths] if f.layout else []
         f.share = f.cost / ctx.T if ctx.T > 0 else 0.0
-        f.severity = "low" if f.id == "nothing-to-gain" else _severity(f.share, ctx, f.cap, f.in_effect)
+        f.severity = "low" if f.id == "nothing-to-gain" else _severity(f.share, ctx, f.cap, f.in_effect and not f.partial)
         if f.gain is not None:
             f.gain["share_of_io_time"] = f.gain["seconds"] / ctx.T if ctx.T > 0 else 0.0
     found.sort(key=lambda f: (f.id == "nothing-to-gain", SEVERITIES.index(f.severity), -f.cost, IDS.index(f.id)))

@@ -102,6 +102,7 @@ class Finding:
     toml: dict[str, dict[str, str]] = field(default_factory=dict)
     gain: dict | None = None
     in_effect: bool = False
+    partial: bool = False            # in effect, but cutting the calls less than IN_EFFECT_RATIO times
     cap: str | None = None           # highest severity the evidence supports
     layout_dirs: list[str] = field(default_factory=list)   # filled in once paths are grouped
     # set by advise()
@@ -158,6 +159,12 @@ def context(job: Job) -> Context:
     T = sum(io_time(f.app) for f in job.files)
     hosts = len({l.info.get("host", "?") for l in job.logs}) or 1
     return Context(job, files, T, sum(l.runtime for l in job.logs), per_proc, rank, hosts)
+
+
+def cut(f: FileTotals, counter: str) -> float:
+    """How many times fewer of these calls reached the file system than the program made."""
+    a, s = v(f.app, counter), v(f.fs, counter)
+    return a / s if s else (float("inf") if a else 1.0)
 
 
 def coalesced(f: FileTotals, counter: str) -> bool:
@@ -335,8 +342,10 @@ def small_requests(ctx: Context, kind: str) -> list[Finding]:
     if total_small <= th.SMALL_ABS or not job_calls or total_small / job_calls <= th.SMALL_SHARE:
         return []
     done = [f for f in chosen if coalesced(f, calls_name)]
-    todo = [f for f in chosen if not coalesced(f, calls_name)] or done
-    in_effect = todo is done
+    partly = [f for f in chosen if not coalesced(f, calls_name) and cut(f, calls_name) >= th.PARTLY_RATIO]
+    none = [f for f in chosen if cut(f, calls_name) < th.PARTLY_RATIO]
+    todo = none or partly or done
+    in_effect, partial = todo is not none, todo is partly
     calls, s = v_sum(todo, calls_name), sum(small(f.app, "POSIX", K) for f in todo)
     nbytes, t = v_sum(todo, bytes_name), v_sum(todo, time_name)
     consec = v_sum(todo, f"POSIX_CONSEC_{K}S")
@@ -346,16 +355,23 @@ def small_requests(ctx: Context, kind: str) -> list[Finding]:
             f"{human_bytes(nbytes / max(1, calls))}), {pct(consec / max(1, calls))} continue the previous one; "
             f"{n(len(todo))} file{'s' if len(todo) != 1 else ''}, {secs(t)} in {verb}s "
             f"(Drishti flags more than {pct(th.SMALL_SHARE)} and {th.SMALL_ABS:,})")
-    if in_effect:
-        fs_calls = v(todo[0].fs, calls_name) if len(todo) == 1 else sum(v(f.fs, calls_name) for f in todo)
+    fs_calls = sum(v(f.fs, calls_name) for f in todo)
+    if partial:
+        switches = v_sum(todo, "POSIX_RW_SWITCHES")
+        text += (f"; a mode already acts on them, but {n(fs_calls)} {verb}s still reached the file system, only "
+                 f"{calls / max(1, fs_calls):.1f} times fewer"
+                 + (f" (the program switches between reading and writing {n(switches)} times)"
+                    if switches > 0.1 * calls else "") + ": the remaining fix is in the code")
+    elif in_effect:
         text += (f"; already in effect: {n(fs_calls)} {verb}s reached the file system "
                  f"({calls / max(1, fs_calls):.0f} times fewer)")
-    elif done:
-        text += f"; {n(len(done))} more file{'s' if len(done) != 1 else ''} already coalesced by a mode"
+    elif done or partly:
+        text += f"; {n(len(done) + len(partly))} more file{'s' if len(done) + len(partly) != 1 else ''} already coalesced by a mode"
     fid = f"small-{kind}"
     f = Finding(fid, [x.path for x in todo], cost, "buffer", text,
                 {calls_name: calls, f"POSIX_SIZE_{K}_0_100..100K_1M": s, f"POSIX_CONSEC_{K}S": consec,
-                 bytes_name: nbytes, time_name: t}, in_effect=in_effect)
+                 bytes_name: nbytes, time_name: t, f"fs_{calls_name}": fs_calls}, in_effect=in_effect,
+                partial=partial)
     if not in_effect:
         unit, name = (th.BUFFER_UNIT, "4 MiB write-behind units") if K == "WRITE" else (th.READAHEAD, "4 MiB read-ahead")
         f.gain = _per_call_gain([(v(x.app, calls_name), small(x.app, "POSIX", K), v(x.app, bytes_name),

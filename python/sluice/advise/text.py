@@ -54,7 +54,7 @@ def render(job: Job, findings: list[Finding]) -> str:
         nfiles = f" ({len(f.files):,} file{'s' if len(f.files) != 1 else ''})"
         out += _wrap("paths", ", ".join(shown) + more + nfiles)
         out += _wrap("evidence", f.text)
-        mode = f.mode + (" (already in effect)" if f.in_effect else "")
+        mode = f.mode + ((" (in effect, in part)" if f.partial else " (already in effect)") if f.in_effect else "")
         if f.mode == "profile":
             mode += " (no sluice mode helps; keep profiling)" if f.id != "nothing-to-gain" else ""
         out += _wrap("mode", mode)
@@ -85,7 +85,7 @@ def render(job: Job, findings: list[Finding]) -> str:
                     sections.setdefault(k, {}).update(table)
         out += [("    " + printable(line)).rstrip() for line in toml_snippet(rules, sections).splitlines()]
     elif any(f.in_effect for f in findings):
-        out.append(f"For the whole job: nothing to change; the modes this run used ({modes}) already fix "
+        out.append("For the whole job: no mode to add; the modes of this run already act on the files of "
                    + ", ".join(dict.fromkeys(f.id for f in findings if f.in_effect)) + ".")
     else:
         out.append("For the whole job: no mode to change; profile mode (the default) as it is.")

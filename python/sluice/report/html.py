@@ -231,7 +231,8 @@ def _advice(job: Job, top: int) -> str:
             secs, share = f.gain["seconds"], f.gain["share_of_io_time"]
             gain = (f'<br><span class="note">expected gain: up to {secs:.3g} s '
                     f"({100 * share:.0f} % of the I/O time)</span>")
-        todo = [f"mode <strong>{esc(f.mode)}</strong>" + (" (already in effect)" if f.in_effect else "")]
+        todo = [f"mode <strong>{esc(f.mode)}</strong>"
+                + ((" (in effect, in part)" if f.partial else " (already in effect)") if f.in_effect else "")]
         if "command" in fix["settings"]:
             todo.append(f"<code>{esc(fix['settings']['command'])}</code>")
         todo += [f"<code>{esc(c)}</code>" for c in fix["layout"]]
