@@ -6,8 +6,10 @@
  * and upper case), convert the handles, strings and status, and call the C
  * wrappers of mpiio.c, which count, aggregate (--mode acb) and go on to
  * the MPI library. `use mpi_f08` reaches the library by other names and is
- * not seen (docs/mpiio.md).
+ * not seen (docs/mpiio.md). With another MPI than Open MPI every call goes
+ * on to that library's own entry point, untouched.
  */
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,23 @@
     SLUICE_EXPORT __typeof__(lower##_) lower __attribute__((alias(#lower "_")));                \
     SLUICE_EXPORT __typeof__(lower##_) lower##__ __attribute__((alias(#lower "_")));            \
     SLUICE_EXPORT __typeof__(lower##_) upper __attribute__((alias(#lower "_")));
+
+/* Without Open MPI's library (another MPI: its handles are not ours to
+ * convert), a call goes on to the MPI library's own entry point. */
+#define FORTRAN_NEXT(name, ...)                                                                  \
+    do {                                                                                         \
+        static void *next_;                                                                      \
+        void *p_ = __atomic_load_n(&next_, __ATOMIC_ACQUIRE);                                    \
+        if (!p_) {                                                                               \
+            p_ = dlsym(RTLD_NEXT, #name);                                                        \
+            __atomic_store_n(&next_, p_, __ATOMIC_RELEASE);                                      \
+        }                                                                                        \
+        if (p_)                                                                                  \
+            ((__typeof__(&name))p_)(__VA_ARGS__);                                                \
+        else                                                                                     \
+            *ierr = MPI_ERR_OTHER;                                                               \
+        return;                                                                                  \
+    } while (0)
 
 /* A Fortran string (blank-padded, len bytes, no NUL) as a C string, or NULL
  * without memory. The caller frees it. */
@@ -66,7 +85,9 @@ void mpi_file_open_(MPI_Fint *comm, char *filename, MPI_Fint *amode, MPI_Fint *i
     MPI_File c_fh;
     char *name;
 
-    if (sluice_pmpi_load() != 0 || !(name = fortran_string(filename, filename_len))) {
+    if (sluice_pmpi_load() != 0)
+        FORTRAN_NEXT(mpi_file_open_, comm, filename, amode, info, fh, ierr, filename_len);
+    if (!(name = fortran_string(filename, filename_len))) {
         *ierr = MPI_ERR_OTHER;
         return;
     }
@@ -82,10 +103,8 @@ void mpi_file_close_(MPI_Fint *fh, MPI_Fint *ierr)
 {
     MPI_File c_fh;
 
-    if (sluice_pmpi_load() != 0) {
-        *ierr = MPI_ERR_OTHER;
-        return;
-    }
+    if (sluice_pmpi_load() != 0)
+        FORTRAN_NEXT(mpi_file_close_, fh, ierr);
     c_fh = SLUICE_PMPI(File_f2c)(*fh);
     *ierr = MPI_File_close(&c_fh);
     if (*ierr == MPI_SUCCESS)
@@ -96,7 +115,9 @@ FORTRAN_NAMES(mpi_file_close, MPI_FILE_CLOSE)
 SLUICE_EXPORT void mpi_file_sync_(MPI_Fint *fh, MPI_Fint *ierr);
 void mpi_file_sync_(MPI_Fint *fh, MPI_Fint *ierr)
 {
-    *ierr = sluice_pmpi_load() != 0 ? MPI_ERR_OTHER : MPI_File_sync(SLUICE_PMPI(File_f2c)(*fh));
+    if (sluice_pmpi_load() != 0)
+        FORTRAN_NEXT(mpi_file_sync_, fh, ierr);
+    *ierr = MPI_File_sync(SLUICE_PMPI(File_f2c)(*fh));
 }
 FORTRAN_NAMES(mpi_file_sync, MPI_FILE_SYNC)
 
@@ -107,7 +128,9 @@ void mpi_file_set_view_(MPI_Fint *fh, MPI_Offset *disp, MPI_Fint *etype, MPI_Fin
 {
     char *rep;
 
-    if (sluice_pmpi_load() != 0 || !(rep = fortran_string(datarep, datarep_len))) {
+    if (sluice_pmpi_load() != 0)
+        FORTRAN_NEXT(mpi_file_set_view_, fh, disp, etype, filetype, datarep, info, ierr, datarep_len);
+    if (!(rep = fortran_string(datarep, datarep_len))) {
         *ierr = MPI_ERR_OTHER;
         return;
     }
@@ -120,14 +143,18 @@ FORTRAN_NAMES(mpi_file_set_view, MPI_FILE_SET_VIEW)
 SLUICE_EXPORT void mpi_file_set_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr);
 void mpi_file_set_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr)
 {
-    *ierr = sluice_pmpi_load() != 0 ? MPI_ERR_OTHER : MPI_File_set_size(SLUICE_PMPI(File_f2c)(*fh), *size);
+    if (sluice_pmpi_load() != 0)
+        FORTRAN_NEXT(mpi_file_set_size_, fh, size, ierr);
+    *ierr = MPI_File_set_size(SLUICE_PMPI(File_f2c)(*fh), *size);
 }
 FORTRAN_NAMES(mpi_file_set_size, MPI_FILE_SET_SIZE)
 
 SLUICE_EXPORT void mpi_file_get_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr);
 void mpi_file_get_size_(MPI_Fint *fh, MPI_Offset *size, MPI_Fint *ierr)
 {
-    *ierr = sluice_pmpi_load() != 0 ? MPI_ERR_OTHER : MPI_File_get_size(SLUICE_PMPI(File_f2c)(*fh), size);
+    if (sluice_pmpi_load() != 0)
+        FORTRAN_NEXT(mpi_file_get_size_, fh, size, ierr);
+    *ierr = MPI_File_get_size(SLUICE_PMPI(File_f2c)(*fh), size);
 }
 FORTRAN_NAMES(mpi_file_get_size, MPI_FILE_GET_SIZE)
 
@@ -140,10 +167,8 @@ FORTRAN_NAMES(mpi_file_get_size, MPI_FILE_GET_SIZE)
                   MPI_Fint *status, MPI_Fint *ierr)                                                     \
     {                                                                                                   \
         MPI_Status c;                                                                                   \
-        if (sluice_pmpi_load() != 0) {                                                                  \
-            *ierr = MPI_ERR_OTHER;                                                                      \
-            return;                                                                                     \
-        }                                                                                               \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, off, buf, count, type, status, ierr);                            \
         *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), *off, c_buffer((void *)buf), (int)*count,             \
                       SLUICE_PMPI(Type_f2c)(*type), c_status(status, &c));                              \
         if (*ierr == MPI_SUCCESS)                                                                       \
@@ -158,10 +183,8 @@ FORTRAN_NAMES(mpi_file_get_size, MPI_FILE_GET_SIZE)
                   MPI_Fint *ierr)                                                                       \
     {                                                                                                   \
         MPI_Status c;                                                                                   \
-        if (sluice_pmpi_load() != 0) {                                                                  \
-            *ierr = MPI_ERR_OTHER;                                                                      \
-            return;                                                                                     \
-        }                                                                                               \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, buf, count, type, status, ierr);                                 \
         *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), c_buffer((void *)buf), (int)*count,                   \
                       SLUICE_PMPI(Type_f2c)(*type), c_status(status, &c));                              \
         if (*ierr == MPI_SUCCESS)                                                                       \
