@@ -343,6 +343,21 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
 
     if (collective)
         collective_call(f);
+    if (collective && f->aggregating && f->nprocs > 1) {
+        /* The cost model for collective writes: when every rank writes a
+         * stripe or more, MPI-IO's own collective write is as good as an
+         * exchange and costs no copy; what is pending goes first, on every
+         * rank alike (all are in this call). */
+        int64_t large = n >= f->hints.stripe_size, all_large = 0;
+        SLUICE_PMPI(Allreduce)(&large, &all_large, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, f->comm);
+        if (all_large) {
+            uint64_t t0 = sluice_now();
+            if ((*rc = acb_flush(f)) != MPI_SUCCESS)
+                return 1;
+            sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
+            return 0;
+        }
+    }
     if (!f->aggregating || f->passthru || count < 0 || stream_pos(f, explicit_off, &pos) != 0)
         return 0;
     owner = pending_owner(f);
