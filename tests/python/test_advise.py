@@ -304,7 +304,9 @@ def test_listed_in_help():
     (["/s/run/a.dat"], ["/s/run/b.dat"], ["/s/run/a.dat"]),
     ([f"/s/run/p{r}/f{i}" for r in range(2) for i in range(20)], ["/s/in/x"], ["/s/run"]),
     ([f"/s/run/p{r}/f{i}" for r in range(2) for i in range(20)], ["/s/run/log"], ["/s/run/p0", "/s/run/p1"]),
-    ([f"/s/{d}/x" for d in "abcdefghijk"], ["/s/keep"], ["/s"]),
+    ([f"/s/{d}/x" for d in "abcdefghijklmnopqrst"], ["/s/keep"], ["/s"]),     # more than 16: merged regardless
+    ([f"/s/{d}/x" for d in "abc"], ["/s/keep"], ["/s/a", "/s/b", "/s/c"]),
+    (["/s/run/a", "/s/run/b"], ["/s/run/sub/x"], ["/s/run/a", "/s/run/b"]),
     (["<other files>"], [], []),
 ])
 def test_group_paths(paths, others, want):

@@ -9,7 +9,7 @@ from posixpath import dirname
 
 from sluice.report.model import Job
 
-MAX_PREFIXES = 8          # per finding
+MAX_PREFIXES = 16         # per finding
 MAX_POLICY_ITEMS = 32     # what the library keeps (src/core/policy.c)
 MAX_COMMAND = 200         # a longer command line is shown as its program and "..."
 
@@ -35,22 +35,22 @@ def _ancestors(p: str):
 
 def group_paths(paths: list[str], others: list[str], limit: int = MAX_PREFIXES) -> list[str]:
     """The prefixes that cover `paths`: a file's directory when nothing
-    else the job touched is in it (or when many of `paths` are), sibling
-    directories merged into their parent while nothing else is under it,
-    and at most `limit` prefixes in the end (merging the deepest)."""
+    else the job touched is under it (or when more than MAX_PREFIXES of
+    `paths` are in it),
+    sibling directories merged into their parent while nothing else is
+    under it, and at most `limit` prefixes in the end (merging the deepest)."""
     chosen = sorted({p for p in paths if is_real(p)})
     if not chosen:
         return []
     mine = set(chosen)
     rest = [o for o in others if is_real(o) and o not in mine]
-    rest_dirs = Counter(_parent(o) for o in rest)
     under_rest = {a for o in rest for a in _ancestors(o)}      # directories with another file somewhere below
     by_dir: dict[str, list[str]] = defaultdict(list)
     for p in chosen:
         by_dir[_parent(p)].append(p)
     prefixes: set[str] = set()
     for d, members in by_dir.items():
-        if rest_dirs[d] == 0 or len(members) > MAX_PREFIXES:
+        if d not in under_rest or len(members) > MAX_PREFIXES:
             prefixes.add(d)
         else:
             prefixes.update(members)

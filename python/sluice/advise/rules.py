@@ -252,7 +252,8 @@ def small_files(ctx: Context) -> list[Finding]:
     unl, ren = v_sum(todo, "POSIX_UNLINKS"), v_sum(todo, "POSIX_RENAMES")
     in_effect = todo is done
     text = (f"{n(len(todo))} files of at most {human_bytes(th.SMALL_FILE_BYTES)}, each used by one process "
-            f"({n(len(writers))} processes in all): {n(opens)} opens, {human_bytes(nbytes)} written"
+            f"({n(len(writers))} process{'es' if len(writers) != 1 else ''} in all): {n(opens)} opens, "
+            f"{human_bytes(nbytes)} written"
             + (f", {n(unl)} unlinks" if unl else "") + (f", {n(ren)} renames" if ren else "")
             + f"; {secs(mt)} in metadata calls and {secs(wt)} in writes")
     if in_effect:
