@@ -36,8 +36,8 @@ def _severity(share: float, ctx: Context, cap: str | None, in_effect: bool) -> s
 
 def advise(job: Job) -> list[Finding]:
     """The findings of one job, most costly first: by severity, then by the I/O time each explains
-    (a finding the counters cannot prove, or one already fixed, has a lower severity than its time
-    alone would give), `nothing-to-gain` last."""
+    (a finding already fixed has a lower severity than its time alone would give, and one the counters
+    cannot prove comes after the others of its severity), `nothing-to-gain` last."""
     ctx = context(job)
     found: list[Finding] = []
     for check in CHECKS:
@@ -53,7 +53,8 @@ def advise(job: Job) -> list[Finding]:
         f.severity = "low" if f.id == "nothing-to-gain" else _severity(f.share, ctx, f.cap, f.in_effect and not f.partial)
         if f.gain is not None:
             f.gain["share_of_io_time"] = f.gain["seconds"] / ctx.T if ctx.T > 0 else 0.0
-    found.sort(key=lambda f: (f.id == "nothing-to-gain", SEVERITIES.index(f.severity), -f.cost, IDS.index(f.id)))
+    found.sort(key=lambda f: (f.id == "nothing-to-gain", SEVERITIES.index(f.severity), f.cap is not None, -f.cost,
+                              IDS.index(f.id)))
     return found
 
 
