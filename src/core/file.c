@@ -186,6 +186,7 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
     atomic_store(&f->pos, 0);
     f->fork_gen = sluice_fork_gen;
     f->fd = fd;
+    atomic_fetch_add(&rec->open_files, 1);
     sluice_count_open(rec, f->sides, t0, t1);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
@@ -273,6 +274,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         return fd;
     }
     f->fd = fd;
+    atomic_fetch_add(&rec->open_files, 1);
     sluice_count_open(rec, f->sides, t0, t1);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
@@ -504,6 +506,7 @@ int sluice_fd_close(int fd)
     t0 = sluice_now();
     if (atomic_fetch_sub(&f->nfds, 1) == 1) {
         /* The description's last descriptor: the tiers finish the file. */
+        atomic_fetch_sub(&f->rec->open_files, 1);
         rc = sluice_tier_close(f, 0);
         if (fd != f->fd && SLUICE_REAL(close)(fd) < 0 && rc == 0)
             rc = -errno;
@@ -583,9 +586,12 @@ void sluice_fd_replaced(int fd)
     if (!f)
         return;
     t = sluice_now();
-    if (atomic_fetch_sub(&f->nfds, 1) == 1 && f->fd != fd)
-        (void)sluice_tier_close(f, 0);   /* the last name was a private copy */
-    /* else the kernel closed the description's last descriptor itself */
+    if (atomic_fetch_sub(&f->nfds, 1) == 1) {
+        atomic_fetch_sub(&f->rec->open_files, 1);
+        if (f->fd != fd)
+            (void)sluice_tier_close(f, 0);   /* the last name was a private copy */
+        /* else the kernel closed the description's last descriptor itself */
+    }
     sluice_count_close(f->rec, f->sides, t, t);
     sluice_file_put(f);
 }

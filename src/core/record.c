@@ -137,6 +137,7 @@ static struct sluice_record *record_new(const struct sluice_module_info *m, cons
     r->nf = m->nf;
     r->flags = flags;
     atomic_init(&r->lock, 0);
+    atomic_init(&r->open_files, 0);
     r->fs_mirror = 1;
     r->ic = (int64_t *)(mem + sizeof *r);
     r->fc = (double *)(r->ic + SLUICE_NUM_SIDES * m->ni);

@@ -41,6 +41,9 @@ struct sluice_record {
     int64_t last_end[SLUICE_NUM_SIDES][2]; /* end of the previous read [0] / write [1]; -1: none */
     int last_kind[SLUICE_NUM_SIDES]; /* 0 none, 1 read, 2 write: for RW_SWITCHES */
     const char *path;                /* absolute, normalised */
+    atomic_int open_files;           /* open descriptions of this path in this process, opened through
+                                        the tier stacks (stage mode does not stage a truncating
+                                        open of a file the process has open otherwise) */
     int64_t *ic;                     /* ic[side * ni + counter] */
     double *fc;                      /* fc[side * nf + counter], in clock ticks (seconds in the log) */
 };

@@ -784,6 +784,10 @@ again:
             return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
         }
         count_fs(f, POSIX_STATS, t0, 0);
+        if (atomic_load(&f->rec->open_files) > 0)
+            /* this process has the file open already: its descriptors
+             * must see the truncation and write the same file */
+            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
         existed = 1;
         mode = sb.st_mode;
         /* An overwrite is published by replacing the file whole (a reader
@@ -1505,6 +1509,25 @@ static int stage_tier_path_unlink(cstack *s, int level, cpath *p, int flags)
     return rc;
 }
 
+/* Another file took the name abs on the shared file system (a rename over
+ * it): what this process staged under that name is gone, as the replaced
+ * file is (descriptors open on it keep the nameless data file). */
+static void stage_drop_replaced(const char *abs)
+{
+    struct staged *s;
+
+    pthread_mutex_lock(&st.lock);
+    while ((s = lookup_locked(abs)) != NULL && (s->draining || s->precopying))
+        pthread_cond_wait(&st.done, &st.lock);
+    if (s) {
+        SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
+        SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
+        names_remove(st.ndir, abs, s->e.id);
+        forget_locked(s);
+    }
+    pthread_mutex_unlock(&st.lock);
+}
+
 /* A directory was renamed from `from` to `to` on the shared file system:
  * the files this process staged under it move with it (their entries,
  * journal and index), as files in a renamed directory do. */
@@ -1549,10 +1572,14 @@ static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, 
     if (abs && to->abs && flags == 0 && stage_path_rename(abs, to->abs, &rc))
         return rc;
     if (flags == 0 && st.usable && from->abs && to->abs) {
-        /* perhaps a directory: what this process staged in it follows it */
+        /* a file of the shared file system over a name this process staged
+         * replaces the staged file; and perhaps a directory: what this
+         * process staged in it follows it */
         rc = sluice_tier_path_rename(s, level + 1, from, to, flags);
-        if (rc == 0)
+        if (rc == 0) {
+            stage_drop_replaced(to->abs);
             stage_dir_renamed(from->abs, to->abs);
+        }
         return rc;
     }
     if (flags && ((rc = stage_publish_now(abs)) != 0 || (rc = stage_publish_now(staged_name(to))) != 0))

@@ -422,6 +422,108 @@ def test_directory_rename_and_rmdir_with_staged_files_inside(tmp_path, tier, log
     assert trees["stage"] == trees["plain"]
 
 
+FSWORKER = str(Path(__file__).resolve().parents[1] / "progs" / "fsworker.py")
+
+
+def random_commands(seed: int, n: int, workers: int) -> list[tuple[int, dict]]:
+    """A seeded sequence of (worker, command) over a few names: writes of
+    every kind, reads, stats, listings, renames, removals, mode changes and
+    descriptors held open across steps. A name a worker holds open is not
+    renamed, removed or chmod'ed: when another process staged it, that waits
+    for its publish, after every writer closed it (docs/stage.md, "What it
+    does not do")."""
+    rng = random.Random(seed)
+    names = [f"{{root}}/d/f{i}" for i in range(5)] + [f"{{root}}/g{i}" for i in range(3)]
+    held: dict[int, str] = {}
+    out = []
+    for _ in range(n):
+        w = rng.randrange(workers)
+        path = rng.choice(names)
+        others = set(held.values())
+        k = rng.random()
+        if k < 0.30:
+            how = rng.choice(["trunc", "trunc", "excl", "append"])
+            if how == "trunc" and any(p == path for v, p in held.items() if v != w):
+                how = "append"   # (a truncating overwrite is a new staged file: see docs/stage.md)
+            cmd = {"op": "write", "path": path, "data": f"{w}:{rng.randrange(1000)};" * rng.randint(1, 30),
+                   "how": how}
+        elif k < 0.42:
+            cmd = {"op": "read", "path": path}
+        elif k < 0.50:
+            cmd = {"op": "stat", "path": path}
+        elif k < 0.56:
+            cmd = {"op": "list", "path": rng.choice(["{root}", "{root}/d"])}
+        elif k < 0.66:
+            to = rng.choice(names)
+            if path in others or to in others:
+                continue
+            cmd = {"op": "rename", "path": path, "to": to}
+        elif k < 0.73:
+            if path in others:
+                continue
+            cmd = {"op": "unlink", "path": path}
+        elif k < 0.78:
+            if path in others:
+                continue
+            cmd = {"op": "chmod", "path": path, "mode": rng.choice([0o600, 0o640, 0o644])}
+        elif w not in held:
+            held[w] = path
+            cmd = {"op": "hold", "path": path}
+        elif k < 0.92:
+            cmd = {"op": "append", "data": f"[{w}]" * rng.randint(1, 10)}
+        else:
+            del held[w]
+            cmd = {"op": "release"}
+        out.append((w, cmd))
+    for w in sorted(held):
+        out.append((w, {"op": "release"}))
+    return out
+
+
+def run_workers(root: Path, commands: list[tuple[int, dict]], workers: int, stage: tuple | None) -> list:
+    (root / "d").mkdir(parents=True)
+    procs = []
+    for i in range(workers):
+        argv = [sys.executable, FSWORKER]
+        if stage:
+            tier, logdir = stage
+            argv = [sys.executable, "-m", "sluice", "run", "-q", "--mode", "stage", "--tier", str(tier),
+                    "--stage-delay", "100", "--log-dir", str(logdir / f"w{i}"), "--path", str(root), "--", *argv]
+        procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                      env=python_env()))
+    answers = []
+    try:
+        for w, cmd in commands:
+            line = json.dumps(cmd).replace("{root}", str(root))
+            procs[w].stdin.write(line + "\n")
+            procs[w].stdin.flush()
+            answers.append((w, cmd["op"], json.loads(procs[w].stdout.readline())))
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(120)
+    return answers
+
+
+def tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): (oct(p.stat().st_mode & 0o7777), p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_several_processes_see_one_namespace_as_plain(tmp_path, tier, logdir, seed):
+    """The differential tester with several processes: three processes under
+    stage mode run one seeded sequence of operations on shared names, one at
+    a time; every answer each one gets, and the tree left, are plain's."""
+    commands = random_commands(seed, 150, 3)
+    plain = run_workers(tmp_path / "plain", commands, 3, None)
+    staged = run_workers(tmp_path / "stage", commands, 3, (tier, logdir))
+    for i, (a, b) in enumerate(zip(plain, staged)):
+        assert a == b, f"step {i}: {commands[i]}: plain {a}, stage {b}"
+    assert tree(tmp_path / "stage") == tree(tmp_path / "plain")
+    assert list((tier / "names").iterdir()) == []
+
+
 # ---------------------------------------------------------------- failures
 
 def test_full_shared_file_system_keeps_the_data_until_drain(small_tmpfs, tier, logdir):
