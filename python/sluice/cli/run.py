@@ -105,7 +105,7 @@ def _unpublished(env: dict[str, str], started_ns: int, quiet: bool) -> bool:
         return False
     if env.get("SLUICE_STAGE_DETACH", "0") == "1":
         return False
-    from sluice.stage.scan import pending
+    from sluice.stage.scan import pending, process_state
     from sluice.stage.tier import UnsafeTier, default_tier, open_tier
 
     try:
@@ -113,8 +113,10 @@ def _unpublished(env: dict[str, str], started_ns: int, quiet: bool) -> bool:
     except UnsafeTier:
         return False
     host = socket.gethostname()
+    # (a process still running is another job's on the node, or one of this
+    # job's left behind: its files are its own to publish)
     left = [l for l in pending(tier) if l.entry and l.entry.host == host and l.entry.created_ns >= started_ns
-            and not tier.written_elsewhere(l.entry.id)]
+            and not tier.written_elsewhere(l.entry.id) and process_state(l.entry) != "running"]
     if left and not quiet:
         click.echo(f"sluice: {len(left)} file{'s' if len(left) != 1 else ''} could not be published and "
                    f"stay{'' if len(left) != 1 else 's'} on the tier {tier.root} (sluice drain publishes "
