@@ -48,6 +48,8 @@ struct staged {
     int failed;                   /* the last publish failed (reported once) */
     int existed;                  /* the path existed on the shared file system when staged */
     int handed_over;              /* left at exit to another process that has it open (it publishes) */
+    int forked;                   /* staged when the process forked: a child may write it where we do
+                                     not see, so no early copy */
     int64_t closed_ns;            /* last close */
     /* Early copy of a large file still being written (SLUICE_STAGE_PRECOPY):
      * the temporary file, how much of the data it holds, and the lowest
@@ -82,7 +84,6 @@ static struct {
     int count;                    /* staged files in the table */
     int drainers;                 /* threads running */
     int ending;                   /* process exit: no delay, everything goes */
-    int forked;                   /* a child may write our files: no early copies */
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 /* Directories known to exist on the shared file system: a new file in one
@@ -116,6 +117,29 @@ static void dir_remember_locked(const char *dir, int made_here)
  * that directory no longer holds only what is staged, so a new file there
  * is checked again (a re-created name must replace, unlink and rename the
  * published one). */
+/* Files this process published lately (a small ring): an open of one that
+ * neither truncates nor stages it (O_APPEND, update) goes straight to the
+ * shared file system without asking first whether it exists (the
+ * ensemble's reopen of its own output). */
+#define RECENT_PUBLISHED 64
+static char recent_published[RECENT_PUBLISHED][512];
+static unsigned recent_next;
+
+static int recently_published_locked(const char *path)
+{
+    for (int i = 0; i < RECENT_PUBLISHED; i++)
+        if (recent_published[i][0] && strcmp(recent_published[i], path) == 0)
+            return 1;
+    return 0;
+}
+
+static void recent_forget_locked(const char *path)
+{
+    for (int i = 0; i < RECENT_PUBLISHED; i++)
+        if (strcmp(recent_published[i], path) == 0)
+            recent_published[i][0] = '\0';
+}
+
 static void dir_note_published_locked(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -124,6 +148,8 @@ static void dir_note_published_locked(const char *path)
     for (int i = 0; i < KNOWN_DIRS; i++)
         if (known_dirs[i].made_here && strlen(known_dirs[i].path) == n && strncmp(known_dirs[i].path, path, n) == 0)
             known_dirs[i].made_here = 0;
+    if (strlen(path) < sizeof recent_published[0] && !recently_published_locked(path))
+        snprintf(recent_published[recent_next++ % RECENT_PUBLISHED], sizeof recent_published[0], "%s", path);
 }
 
 void stage_dir_created(const char *abs)
@@ -386,13 +412,13 @@ static struct staged *next_precopy_locked(void)
 {
     struct stat sb;
 
-    if (sluice_cfg.stage_precopy <= 0 || st.forked || st.ending)
+    if (sluice_cfg.stage_precopy <= 0 || st.ending)
         return NULL;
     for (int b = 0; b < STAGE_BUCKETS; b++)
         for (struct staged *s = st.buckets[b]; s; s = s->next)
             /* (not into a file published in place: its name would hold
              * new bytes before the program closed it) */
-            if (s->e.state == JOURNAL_OPEN && !s->draining && !s->precopying && !s->e.inplace &&
+            if (s->e.state == JOURNAL_OPEN && !s->draining && !s->precopying && !s->e.inplace && !s->forked &&
                 staged_data_stat(s, &sb) == 0 && sb.st_size - s->pre_done >= sluice_cfg.stage_precopy)
                 return s;
     return NULL;
@@ -770,6 +796,13 @@ again:
     pthread_mutex_lock(&st.lock);
     int dir_state = !dir[0] ? 1 : dir_known_locked(dir);
     pthread_mutex_unlock(&st.lock);
+    if (!(flags & O_TRUNC)) {
+        pthread_mutex_lock(&st.lock);
+        int known = recently_published_locked(abs);
+        pthread_mutex_unlock(&st.lock);
+        if (known)
+            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);   /* it exists: not staged */
+    }
     t0 = sluice_now();
     if (dir_state == 2 && (flags & O_CREAT)) {
         /* a directory this process made holds only what it put there: a
@@ -1175,10 +1208,11 @@ static int stage_quiesce(unsigned why)
     if (st.usable && (why & SLUICE_QUIESCE_FORK)) {
         /* a child may write through inherited descriptors where we do not see */
         pthread_mutex_lock(&st.lock);
-        st.forked = 1;
         for (int b = 0; b < STAGE_BUCKETS; b++)
-            for (struct staged *s = st.buckets[b]; s; s = s->next)
+            for (struct staged *s = st.buckets[b]; s; s = s->next) {
+                s->forked = 1;   /* (files staged after the fork are the parent's alone) */
                 s->dirty_low = 0;
+            }
         publish_closed_locked();
         pthread_mutex_unlock(&st.lock);
     }
@@ -1487,6 +1521,7 @@ static void forget_known_dirs(void)
 {
     pthread_mutex_lock(&st.lock);
     memset(known_dirs, 0, sizeof known_dirs);
+    memset(recent_published, 0, sizeof recent_published);
     pthread_mutex_unlock(&st.lock);
 }
 
@@ -1498,6 +1533,11 @@ static int stage_tier_path_unlink(cstack *s, int level, cpath *p, int flags)
         return rc;
     if (!(flags & AT_REMOVEDIR)) {
         settle_foreign(p);
+        if (any) {
+            pthread_mutex_lock(&st.lock);
+            recent_forget_locked(any);   /* a new file of that name is staged again */
+            pthread_mutex_unlock(&st.lock);
+        }
         return sluice_tier_path_unlink(s, level + 1, p, flags);
     }
     /* rmdir: a directory holding staged files is not empty, as it would not be */

@@ -79,6 +79,21 @@ def test_reopening_costs_the_shared_file_system_nothing(target, tier, logdir):
     assert fs["POSIX_STATS"] == 2 and fs["POSIX_BYTES_WRITTEN"] == 600
 
 
+def test_reopening_a_file_already_published_asks_nothing_first(target, tier, logdir):
+    """With no stage delay each close publishes at once; the reopens that
+    follow (O_APPEND: not staged again) go straight to the file, without a
+    stat to ask whether it exists: the file system sees what plain's opens
+    cost, plus the first existence checks."""
+    f = target / "log.txt"
+    ops = [f"creat:{f}", "write:100", "close"]
+    for _ in range(30):
+        ops += [f"open:{f}:w,append", "write:10", "close"]
+    stage_run(tier, target, logdir, bin_path("sluice-io"), *ops, extra=("--stage-delay", "0"))
+    assert f.read_bytes() == b"x" * 400
+    fs = file_entry(report_json(logdir), f)["fs"]
+    assert fs["POSIX_STATS"] <= 2
+
+
 def test_staged_paths_answer_stat_unlink_rename(target, tier, logdir):
     a, b, c = target / "a", target / "b", target / "c"
     res = stage_run(tier, target, logdir, bin_path("sluice-io"),
@@ -256,6 +271,43 @@ def test_writes_through_a_mapping_after_close_reach_the_file(target, tier, logdi
     f = target / "mapped.dat"
     stage_run(tier, target, logdir, sys.executable, "-c", MAPPER, str(f))
     assert f.read_bytes() == b"via mapping" + b"." * (4096 - 11)
+
+
+FORKED_WRITER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for _ in range(16):
+        os.write(fd, b"x" * 262144)
+    print("written", flush=True)
+    sys.stdin.readline()
+    os.close(fd)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_forked_child_copies_its_large_file_early(target, tier, logdir):
+    """A process forked from one under stage mode stages its own files with
+    the early copy (it had none: the parent's fork mark was inherited)."""
+    f = target / "big.dat"
+    argv = [sys.executable, "-m", "sluice", "run", "--mode", "stage", "--tier", str(tier), "--stage-precopy", "1M",
+            "--log-dir", str(logdir), "--path", str(target), "--", sys.executable, "-c", FORKED_WRITER, str(f)]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=python_env())
+    try:
+        assert p.stdout.readline().strip() == "written"
+        deadline = time.monotonic() + 10
+        early = []
+        while not early and time.monotonic() < deadline:
+            early = [n for n in os.listdir(target) if n.startswith(".big.dat.sluice-")]
+            time.sleep(0.02)
+        assert early, "no early copy while the child still writes"
+    finally:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.wait(60) == 0
+    assert f.stat().st_size == 16 * 262144
 
 
 def test_freopen_for_writing_is_staged(target, tier, logdir):
