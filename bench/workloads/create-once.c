@@ -18,9 +18,7 @@
 #include "common.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -136,7 +134,7 @@ static int creator(int rank, void *arg)
     free(buf);
     return 0;
 fail_errno:
-    fprintf(stderr, "%s: error: process %d: %s: %s\n", prog, rank, path, strerror(errno));
+    bench_error(prog, 1, "process %d: %s", rank, path);
 fail:
     k->failed = 1;
     free(buf);
@@ -162,8 +160,8 @@ static uint64_t verify_proc(const struct opts *o, uint64_t r, uint64_t *found, u
         entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     closedir(d);
     if (entries != o->files) {
-        fprintf(stderr, "%s: error: %s holds %" PRIu64 " entries, expected %" PRIu64 "\n", prog,
-                path, entries, o->files);
+        bench_error(prog, 0, "%s holds %" PRIu64 " entries, expected %" PRIu64, path, entries,
+                    o->files);
         bad++;
     }
     for (uint64_t i = 0; i < o->files; i++) {
@@ -173,7 +171,7 @@ static uint64_t verify_proc(const struct opts *o, uint64_t r, uint64_t *found, u
         path_of(o, r, (int64_t)i, path, sizeof path);
         fd = open(path, O_RDONLY);
         if (fd < 0) {
-            fprintf(stderr, "%s: error: open %s: %s\n", prog, path, strerror(errno));
+            bench_error(prog, 1, "open %s", path);
             bad++;
             continue;
         }
@@ -184,8 +182,7 @@ static uint64_t verify_proc(const struct opts *o, uint64_t r, uint64_t *found, u
         (*found)++;
         *bytes += (uint64_t)got;
         if ((uint64_t)got != o->file_size) {
-            fprintf(stderr, "%s: error: %s has %zd bytes, expected %" PRIu64 "\n", prog, path, got,
-                    o->file_size);
+            bench_error(prog, 0, "%s has %zd bytes, expected %" PRIu64, path, got, o->file_size);
             bad++;
             continue;
         }
@@ -197,55 +194,24 @@ static uint64_t verify_proc(const struct opts *o, uint64_t r, uint64_t *found, u
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"dir", required_argument, NULL, 'd'},
-        {"procs", required_argument, NULL, 'P'},
-        {"files", required_argument, NULL, 'n'},
-        {"file-size", required_argument, NULL, 's'},
-        {"stat", no_argument, NULL, 'S'},
-        {"phase", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    static const char *const phases[] = {"run", "verify", NULL};
     struct opts o = {.procs = 2, .files = 1000, .file_size = 4096};
+    const struct bench_option options[] = {
+        BENCH_OPT_REQUIRED("dir", &o.dir),
+        BENCH_OPT_COUNT("procs", &o.procs),
+        BENCH_OPT_COUNT("files", &o.files),
+        BENCH_OPT_SIZE("file-size", &o.file_size),
+        BENCH_OPT_FLAG("stat", &o.stat, 1),
+        BENCH_OPT_CHOICE("phase", &o.verify, phases),
+        BENCH_OPT_END,
+    };
     struct counts *counts, tot;
     struct bench_group g;
     struct ctx cx;
-    double t0, t1, slowest = 0;
-    int c, li = 0, failed;
+    double t0, seconds, slowest = 0;
 
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        uint64_t *num = NULL;
-        int is_size = 0;
-
-        switch (c) {
-        case 'd': o.dir = optarg; continue;
-        case 'P': num = &o.procs; break;
-        case 'n': num = &o.files; break;
-        case 's': num = &o.file_size; is_size = 1; break;
-        case 'S': o.stat = 1; continue;
-        case 'p':
-            if (strcmp(optarg, "run") == 0)
-                o.verify = 0;
-            else if (strcmp(optarg, "verify") == 0)
-                o.verify = 1;
-            else
-                bench_die(prog, 0, "bad --phase '%s' (run or verify)", optarg);
-            continue;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if ((is_size ? bench_parse_size(optarg, num) : bench_parse_u64(optarg, num)) != 0)
-            bench_die(prog, 0, "bad value '%s' for --%s", optarg, longopts[li].name);
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (o.dir == NULL)
-        bench_die(prog, 0, "--dir is required (see --help)");
-    if (o.procs == 0 || o.procs > 4096)
-        bench_die(prog, 0, "--procs must be 1..4096");
+    bench_parse_options(prog, argc, argv, options, usage);
+    bench_check_procs(prog, o.procs);
     if (o.files > 99999 || o.file_size > (1u << 20))
         bench_die(prog, 0, "--files must be at most 99999 and --file-size at most 1M");
 
@@ -258,9 +224,7 @@ int main(int argc, char **argv)
                ",\"files\":%" PRIu64 ",\"files_found\":%" PRIu64 ",\"bytes_found\":%" PRIu64
                ",\"mismatches\":%" PRIu64 "}\n",
                o.procs, o.procs * o.files, found, bytes, bad);
-        if (fflush(stdout) != 0)
-            return 1;
-        return bad == 0 ? 0 : 1;
+        return bench_exit_status(bad == 0);
     }
 
     counts = bench_shared_alloc(sizeof *counts * o.procs, prog);
@@ -268,18 +232,9 @@ int main(int argc, char **argv)
     cx.counts = counts;
     bench_spawn(&g, (int)o.procs, creator, &cx, prog);
     t0 = bench_now();
-    if (mkdir(o.dir, 0755) != 0) {
-        int saved = errno;
-        bench_release(&g);  /* the creators fail on their mkdir; reap them */
-        bench_wait(&g);
-        errno = saved;
-        bench_die(prog, 1, "mkdir %s", o.dir);
-    }
-    bench_release(&g);
-    failed = bench_wait(&g);
-    t1 = bench_now();
-    if (failed)
-        bench_die(prog, 0, "%d of %" PRIu64 " processes failed", failed, o.procs);
+    if (mkdir(o.dir, 0755) != 0)
+        bench_abandon_group(&g, prog, "mkdir %s", o.dir);
+    seconds = bench_finish_group(&g, prog, "processes", t0);
 
     memset(&tot, 0, sizeof tot);
     tot.mkdirs = 1;  /* the parent's DIR */
@@ -302,8 +257,6 @@ int main(int argc, char **argv)
            ",\"io_seconds\":%.9f,\"seconds\":%.9f}\n",
            o.procs, o.files, o.procs * o.files, o.file_size, tot.creates, tot.writes,
            tot.bytes_written, tot.closes, tot.stats, tot.mkdirs,
-           tot.creates + tot.stats + tot.mkdirs, tot.wrong_sizes, slowest, t1 - t0);
-    if (fflush(stdout) != 0)
-        return 1;
-    return tot.wrong_sizes == 0 ? 0 : 1;
+           tot.creates + tot.stats + tot.mkdirs, tot.wrong_sizes, slowest, seconds);
+    return bench_exit_status(tot.wrong_sizes == 0);
 }

@@ -16,9 +16,7 @@
 #define _GNU_SOURCE
 #include "common.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -177,7 +175,7 @@ static int instance(int rank, void *arg)
     free(in);
     return 0;
 fail_errno:
-    fprintf(stderr, "%s: error: instance %d: %s: %s\n", prog, rank, path, strerror(errno));
+    bench_error(prog, 1, "instance %d: %s", rank, path);
 fail:
     k->failed = 1;
     free(rec);
@@ -187,75 +185,32 @@ fail:
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"dir", required_argument, NULL, 'd'},
-        {"procs", required_argument, NULL, 'P'},
-        {"files", required_argument, NULL, 'n'},
-        {"steps", required_argument, NULL, 'S'},
-        {"record-min", required_argument, NULL, 'a'},
-        {"record-max", required_argument, NULL, 'b'},
-        {"inputs", required_argument, NULL, 'i'},
-        {"input-size", required_argument, NULL, 'I'},
-        {"read-size", required_argument, NULL, 'r'},
-        {"seed", required_argument, NULL, 'x'},
-        {"phase", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct opts o = {
         .procs = 4, .files = 200, .steps = 5, .rmin = 100, .rmax = 1024,
         .inputs = 8, .input_size = 64 << 10, .read_size = 1024, .seed = 1,
     };
-    const char *phase = "all";
-    int do_setup = 1, do_run = 1, c;
+    int phase = BENCH_PHASE_ALL;
+    const struct bench_option options[] = {
+        BENCH_OPT_REQUIRED("dir", &o.dir),
+        BENCH_OPT_COUNT("procs", &o.procs),
+        BENCH_OPT_COUNT("files", &o.files),
+        BENCH_OPT_COUNT("steps", &o.steps),
+        BENCH_OPT_SIZE("record-min", &o.rmin),
+        BENCH_OPT_SIZE("record-max", &o.rmax),
+        BENCH_OPT_COUNT("inputs", &o.inputs),
+        BENCH_OPT_SIZE("input-size", &o.input_size),
+        BENCH_OPT_SIZE("read-size", &o.read_size),
+        BENCH_OPT_COUNT("seed", &o.seed),
+        BENCH_OPT_CHOICE("phase", &phase, bench_setup_run_phases),
+        BENCH_OPT_END,
+    };
     struct counts *counts, tot;
     struct bench_group g;
     struct ctx cx;
-    double t0, t1;
-    int failed;
+    double seconds;
 
-    int li = 0;
-
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        uint64_t *num = NULL;
-        int is_size = 0;
-
-        switch (c) {
-        case 'd': o.dir = optarg; continue;
-        case 'P': num = &o.procs; break;
-        case 'n': num = &o.files; break;
-        case 'S': num = &o.steps; break;
-        case 'a': num = &o.rmin; is_size = 1; break;
-        case 'b': num = &o.rmax; is_size = 1; break;
-        case 'i': num = &o.inputs; break;
-        case 'I': num = &o.input_size; is_size = 1; break;
-        case 'r': num = &o.read_size; is_size = 1; break;
-        case 'x': num = &o.seed; break;
-        case 'p':
-            phase = optarg;
-            if (strcmp(optarg, "setup") == 0)
-                do_setup = 1, do_run = 0;
-            else if (strcmp(optarg, "run") == 0)
-                do_setup = 0, do_run = 1;
-            else if (strcmp(optarg, "all") == 0)
-                do_setup = 1, do_run = 1;
-            else
-                bench_die(prog, 0, "bad --phase '%s' (setup, run or all)", optarg);
-            continue;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if ((is_size ? bench_parse_size(optarg, num) : bench_parse_u64(optarg, num)) != 0)
-            bench_die(prog, 0, "bad value '%s' for --%s", optarg, longopts[li].name);
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (o.dir == NULL)
-        bench_die(prog, 0, "--dir is required (see --help)");
-    if (o.procs == 0 || o.procs > 4096)
-        bench_die(prog, 0, "--procs must be 1..4096");
+    bench_parse_options(prog, argc, argv, options, usage);
+    bench_check_procs(prog, o.procs);
     if (o.rmin < 1 || o.rmax < o.rmin || o.rmax > (64u << 20))
         bench_die(prog, 0, "need 1 <= --record-min <= --record-max <= 64M");
     if (o.read_size > o.input_size)
@@ -263,23 +218,20 @@ int main(int argc, char **argv)
     if (o.files > 9999 || o.inputs > 9999)
         bench_die(prog, 0, "--files and --inputs must be at most 9999");
 
-    if (do_setup)
+    if (phase != BENCH_PHASE_RUN)
         setup(&o);
-    if (!do_run) {
+    if (phase == BENCH_PHASE_SETUP) {
         printf("{\"workload\":\"ensemble\",\"phase\":\"setup\",\"inputs\":%" PRIu64
                ",\"input_size\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}\n",
                o.inputs, o.input_size, o.inputs * o.input_size);
-        return fflush(stdout) == 0 ? 0 : 1;
+        return bench_exit_status(1);
     }
 
     counts = bench_shared_alloc(sizeof *counts * o.procs, prog);
     cx.o = &o;
     cx.counts = counts;
     bench_spawn(&g, (int)o.procs, instance, &cx, prog);
-    t0 = bench_now();
-    bench_release(&g);
-    failed = bench_wait(&g);
-    t1 = bench_now();
+    seconds = bench_finish_group(&g, prog, "instances", bench_now());
 
     memset(&tot, 0, sizeof tot);
     for (uint64_t p = 0; p < o.procs; p++) {
@@ -292,8 +244,6 @@ int main(int argc, char **argv)
         tot.mkdirs += counts[p].mkdirs;
         tot.seeks += counts[p].seeks;
     }
-    if (failed)
-        bench_die(prog, 0, "%d of %" PRIu64 " instances failed", failed, o.procs);
 
     printf("{\"workload\":\"ensemble\",\"phase\":\"%s\",\"procs\":%" PRIu64
            ",\"files_per_proc\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"inputs\":%" PRIu64
@@ -301,8 +251,8 @@ int main(int argc, char **argv)
            ",\"writes\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"opens\":%" PRIu64
            ",\"closes\":%" PRIu64 ",\"mkdirs\":%" PRIu64 ",\"seeks\":%" PRIu64
            ",\"seconds\":%.9f}\n",
-           phase, o.procs, o.files, o.steps, o.inputs, o.procs * o.files, tot.bytes_written,
-           tot.bytes_read, tot.writes, tot.reads, tot.opens, tot.closes, tot.mkdirs, tot.seeks,
-           t1 - t0);
-    return fflush(stdout) == 0 ? 0 : 1;
+           bench_setup_run_phases[phase], o.procs, o.files, o.steps, o.inputs, o.procs * o.files,
+           tot.bytes_written, tot.bytes_read, tot.writes, tot.reads, tot.opens, tot.closes,
+           tot.mkdirs, tot.seeks, seconds);
+    return bench_exit_status(1);
 }

@@ -11,8 +11,6 @@
 #define _GNU_SOURCE
 #include "common.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <netcdf.h>
@@ -82,8 +80,8 @@ static int put_text(int ncid, int varid, const char *name, const char *text)
     do {                                                                                    \
         int nc_rc_ = (call);                                                                \
         if (nc_rc_ != NC_NOERR) {                                                           \
-            fprintf(stderr, "%s: error: rank %d: %s: %s: %s\n", prog, rank, path, #call,     \
-                    nc_strerror(nc_rc_));                                                   \
+            bench_error(prog, 0, "rank %d: %s: %s: %s", rank, path, #call,                  \
+                        nc_strerror(nc_rc_));                                               \
             goto fail;                                                                      \
         }                                                                                   \
     } while (0)
@@ -105,7 +103,7 @@ static int write_file(int rank, void *arg)
 
     snprintf(path, sizeof path, "%s/out.%04d.nc", o->dir, rank);
     if (buf == NULL || coord == NULL || varids == NULL) {
-        fprintf(stderr, "%s: error: rank %d: out of memory\n", prog, rank);
+        bench_error(prog, 0, "rank %d: out of memory", rank);
         goto fail;
     }
     NC_TRY(nc_create(path, o->cmode | NC_CLOBBER, &ncid));
@@ -169,7 +167,7 @@ static int write_file(int rank, void *arg)
     ncid = -1;
 
     if (stat(path, &st) != 0) {
-        fprintf(stderr, "%s: error: stat %s: %s\n", prog, path, strerror(errno));
+        bench_error(prog, 1, "stat %s", path);
         goto fail;
     }
     k->file_bytes = (uint64_t)st.st_size;
@@ -206,8 +204,7 @@ static int verify_file(int rank, void *arg)
     NC_TRY(nc_inq_dimid(ncid, "time", &dimid));
     NC_TRY(nc_inq_dimlen(ncid, dimid, &nrec));
     if (nrec != o->steps) {
-        fprintf(stderr, "%s: error: %s has %zu records, expected %" PRIu64 "\n", prog, path,
-                nrec, o->steps);
+        bench_error(prog, 0, "%s has %zu records, expected %" PRIu64, path, nrec, o->steps);
         k->mismatches++;
     }
     for (uint64_t v = 0; v < o->vars; v++) {
@@ -237,69 +234,33 @@ fail:
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"dir", required_argument, NULL, 'd'},
-        {"procs", required_argument, NULL, 'P'},
-        {"nx", required_argument, NULL, 'x'},
-        {"ny", required_argument, NULL, 'y'},
-        {"nz", required_argument, NULL, 'z'},
-        {"vars", required_argument, NULL, 'v'},
-        {"steps", required_argument, NULL, 'S'},
-        {"format", required_argument, NULL, 'f'},
-        {"nofill", no_argument, NULL, 'N'},
-        {"verify", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    struct opts o = {
-        .procs = 8, .nx = 96, .ny = 96, .nz = 5, .vars = 4, .steps = 4,
-        .cmode = NC_64BIT_OFFSET, .format = "64bit",
+    static const char *const formats[] = {"classic", "64bit", "netcdf4", NULL};
+    static const int format_cmodes[] = {0, NC_64BIT_OFFSET, NC_NETCDF4};
+    struct opts o = {.procs = 8, .nx = 96, .ny = 96, .nz = 5, .vars = 4, .steps = 4};
+    int format = 1;  /* 64bit */
+    const struct bench_option options[] = {
+        BENCH_OPT_REQUIRED("dir", &o.dir),
+        BENCH_OPT_COUNT("procs", &o.procs),
+        BENCH_OPT_COUNT("nx", &o.nx),
+        BENCH_OPT_COUNT("ny", &o.ny),
+        BENCH_OPT_COUNT("nz", &o.nz),
+        BENCH_OPT_COUNT("vars", &o.vars),
+        BENCH_OPT_COUNT("steps", &o.steps),
+        BENCH_OPT_CHOICE("format", &format, formats),
+        BENCH_OPT_FLAG("nofill", &o.nofill, 1),
+        BENCH_OPT_FLAG("verify", &o.verify, 1),
+        BENCH_OPT_END,
     };
     struct counts *counts;
     uint64_t data_bytes = 0, file_bytes = 0, puts = 0, mismatches = 0;
     struct bench_group g;
     struct ctx cx;
-    double t0, t1, verify_seconds = 0;
-    int c, li = 0, failed;
+    double seconds, verify_seconds = 0;
 
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        uint64_t *num = NULL;
-
-        switch (c) {
-        case 'd': o.dir = optarg; continue;
-        case 'P': num = &o.procs; break;
-        case 'x': num = &o.nx; break;
-        case 'y': num = &o.ny; break;
-        case 'z': num = &o.nz; break;
-        case 'v': num = &o.vars; break;
-        case 'S': num = &o.steps; break;
-        case 'f':
-            o.format = optarg;
-            if (strcmp(optarg, "classic") == 0)
-                o.cmode = 0;
-            else if (strcmp(optarg, "64bit") == 0)
-                o.cmode = NC_64BIT_OFFSET;
-            else if (strcmp(optarg, "netcdf4") == 0)
-                o.cmode = NC_NETCDF4;
-            else
-                bench_die(prog, 0, "bad --format '%s' (classic, 64bit or netcdf4)", optarg);
-            continue;
-        case 'N': o.nofill = 1; continue;
-        case 'V': o.verify = 1; continue;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bench_parse_u64(optarg, num) != 0)
-            bench_die(prog, 0, "bad value '%s' for --%s", optarg, longopts[li].name);
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (o.dir == NULL)
-        bench_die(prog, 0, "--dir is required (see --help)");
-    if (o.procs == 0 || o.procs > 4096)
-        bench_die(prog, 0, "--procs must be 1..4096");
+    bench_parse_options(prog, argc, argv, options, usage);
+    o.format = formats[format];
+    o.cmode = format_cmodes[format];
+    bench_check_procs(prog, o.procs);
     if (o.nx == 0 || o.ny == 0 || o.nz == 0 || o.vars == 0 || o.vars > 1000)
         bench_die(prog, 0, "--nx, --ny, --nz must be positive and --vars 1..1000");
     if (o.nx * o.ny * o.nz > (256u << 20) / sizeof(float))
@@ -311,21 +272,12 @@ int main(int argc, char **argv)
     cx.o = &o;
     cx.counts = counts;
     bench_spawn(&g, (int)o.procs, write_file, &cx, prog);
-    t0 = bench_now();
-    bench_release(&g);
-    failed = bench_wait(&g);
-    t1 = bench_now();
-    if (failed)
-        bench_die(prog, 0, "%d of %" PRIu64 " writers failed", failed, o.procs);
+    seconds = bench_finish_group(&g, prog, "writers", bench_now());
     if (o.verify) {
         double v0 = bench_now();
 
         bench_spawn(&g, (int)o.procs, verify_file, &cx, prog);
-        bench_release(&g);
-        failed = bench_wait(&g);
-        verify_seconds = bench_now() - v0;
-        if (failed)
-            bench_die(prog, 0, "%d of %" PRIu64 " verifiers failed", failed, o.procs);
+        verify_seconds = bench_finish_group(&g, prog, "verifiers", v0);
     }
     for (uint64_t p = 0; p < o.procs; p++) {
         data_bytes += counts[p].data_bytes;
@@ -340,9 +292,7 @@ int main(int argc, char **argv)
            ",\"file_bytes\":%" PRIu64 ",\"nc_puts\":%" PRIu64 ",\"seconds\":%.9f"
            ",\"verified\":%s,\"mismatches\":%" PRIu64 ",\"verify_seconds\":%.9f}\n",
            o.format, o.procs, o.procs, o.nx, o.ny, o.nz, o.vars, o.steps,
-           o.nofill ? "false" : "true", data_bytes, file_bytes, puts, t1 - t0,
+           o.nofill ? "false" : "true", data_bytes, file_bytes, puts, seconds,
            o.verify ? "true" : "false", mismatches, verify_seconds);
-    if (fflush(stdout) != 0)
-        return 1;
-    return mismatches == 0 ? 0 : 1;
+    return bench_exit_status(mismatches == 0);
 }

@@ -260,5 +260,5 @@ int main(int argc, char **argv)
         do_read(&o);
     else
         do_meta(&o, (enum phase)ph);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return bench_exit_status(1);
 }

@@ -16,9 +16,7 @@
 #define _GNU_SOURCE
 #include "common.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <netcdf.h>
 #include <stdio.h>
@@ -197,8 +195,7 @@ static void phase_verify(const struct opts *o, struct result *r)
     NC_TRY(nc_inq_varid(ncid, "time", &tvar));
     r->records_found = nrec;
     if (nrec != o->records) {
-        fprintf(stderr, "%s: error: %s has %zu records, expected %" PRIu64 "\n", prog, o->file,
-                nrec, o->records);
+        bench_error(prog, 0, "%s has %zu records, expected %" PRIu64, o->file, nrec, o->records);
         r->mismatches++;
     }
     for (uint64_t t = 0; t < nrec && t < o->records; t++) {
@@ -234,65 +231,27 @@ static void phase_verify(const struct opts *o, struct result *r)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"file", required_argument, NULL, 'f'},
-        {"records", required_argument, NULL, 'r'},
-        {"nx", required_argument, NULL, 'x'},
-        {"ny", required_argument, NULL, 'y'},
-        {"vars", required_argument, NULL, 'v'},
-        {"sync-every", required_argument, NULL, 's'},
-        {"format", required_argument, NULL, 'F'},
-        {"phase", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    struct opts o = {
-        .records = 500, .nx = 64, .ny = 64, .vars = 2, .cmode = NC_NETCDF4, .format = "netcdf4",
+    static const char *const formats[] = {"netcdf4", "64bit", "classic", NULL};
+    static const int format_cmodes[] = {NC_NETCDF4, NC_64BIT_OFFSET, 0};
+    static const char *const phases[] = {"write", "verify", NULL};
+    struct opts o = {.records = 500, .nx = 64, .ny = 64, .vars = 2};
+    int format = 0;  /* netcdf4 */
+    const struct bench_option options[] = {
+        BENCH_OPT_REQUIRED("file", &o.file),
+        BENCH_OPT_COUNT("records", &o.records),
+        BENCH_OPT_COUNT("nx", &o.nx),
+        BENCH_OPT_COUNT("ny", &o.ny),
+        BENCH_OPT_COUNT("vars", &o.vars),
+        BENCH_OPT_COUNT("sync-every", &o.sync_every),
+        BENCH_OPT_CHOICE("format", &format, formats),
+        BENCH_OPT_CHOICE("phase", &o.verify, phases),
+        BENCH_OPT_END,
     };
     struct result r;
-    int c, li = 0;
 
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        uint64_t *num = NULL;
-
-        switch (c) {
-        case 'f': o.file = optarg; continue;
-        case 'r': num = &o.records; break;
-        case 'x': num = &o.nx; break;
-        case 'y': num = &o.ny; break;
-        case 'v': num = &o.vars; break;
-        case 's': num = &o.sync_every; break;
-        case 'F':
-            o.format = optarg;
-            if (strcmp(optarg, "netcdf4") == 0)
-                o.cmode = NC_NETCDF4;
-            else if (strcmp(optarg, "64bit") == 0)
-                o.cmode = NC_64BIT_OFFSET;
-            else if (strcmp(optarg, "classic") == 0)
-                o.cmode = 0;
-            else
-                bench_die(prog, 0, "bad --format '%s' (netcdf4, 64bit or classic)", optarg);
-            continue;
-        case 'p':
-            if (strcmp(optarg, "write") == 0)
-                o.verify = 0;
-            else if (strcmp(optarg, "verify") == 0)
-                o.verify = 1;
-            else
-                bench_die(prog, 0, "bad --phase '%s' (write or verify)", optarg);
-            continue;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if (bench_parse_u64(optarg, num) != 0)
-            bench_die(prog, 0, "bad value '%s' for --%s", optarg, longopts[li].name);
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (o.file == NULL)
-        bench_die(prog, 0, "--file is required (see --help)");
+    bench_parse_options(prog, argc, argv, options, usage);
+    o.format = formats[format];
+    o.cmode = format_cmodes[format];
     if (o.records == 0 || o.nx == 0 || o.ny == 0 || o.vars == 0 || o.vars > 1000)
         bench_die(prog, 0, "--records, --nx, --ny must be positive and --vars 1..1000");
     if (o.nx * o.ny > (64u << 20) / sizeof(float))
@@ -315,7 +274,5 @@ int main(int argc, char **argv)
            o.records, o.nx, o.ny, o.vars, o.sync_every, r.data_bytes, r.file_bytes, r.puts,
            r.syncs, r.io_known ? "true" : "false", r.write_syscalls, r.read_syscalls, r.read_bytes,
            r.records_found, r.mismatches, r.seconds);
-    if (fflush(stdout) != 0)
-        return 1;
-    return r.mismatches == 0 ? 0 : 1;
+    return bench_exit_status(r.mismatches == 0);
 }

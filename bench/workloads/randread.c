@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +44,7 @@ static void usage(FILE *out)
         "                     mismatch); checking time is not counted in read_seconds\n"
         "  -h, --help         this text\n"
         "\n"
-        "The byte at offset p is (p mod 251) XOR (uint8)(b*157 + (b>>8)), b = p>>16.\n",
+        "The byte at offset p is " BENCH_PATTERN_HELP ".\n",
         prog);
 }
 
@@ -115,12 +114,8 @@ static void run(const struct opts *o, struct result *r)
         r->read_ops++;
         r->bytes_read += (uint64_t)got;
         r->short_reads += (uint64_t)got != o->read_size;
-        if (o->verify) {
-            double c0 = bench_now();
-
-            r->mismatches += bench_pattern_check(buf, (size_t)got, off);
-            r->verify_seconds += bench_now() - c0;
-        }
+        if (o->verify)
+            r->mismatches += bench_pattern_check_timed(buf, (size_t)got, off, &r->verify_seconds);
     }
     if (close(fd) != 0)
         bench_die(prog, 1, "close %s", o->file);
@@ -130,58 +125,23 @@ static void run(const struct opts *o, struct result *r)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"file", required_argument, NULL, 'f'},
-        {"phase", required_argument, NULL, 'p'},
-        {"size", required_argument, NULL, 's'},
-        {"read-size", required_argument, NULL, 'r'},
-        {"reads", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 'x'},
-        {"verify", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    struct opts o = {.size = 256u << 20, .read_size = 4096, .reads = 16384, .seed = 1};
+    int phase = BENCH_PHASE_ALL;
+    const struct bench_option options[] = {
+        BENCH_OPT_REQUIRED("file", &o.file),
+        BENCH_OPT_CHOICE("phase", &phase, bench_setup_run_phases),
+        BENCH_OPT_SIZE("size", &o.size),
+        BENCH_OPT_SIZE("read-size", &o.read_size),
+        BENCH_OPT_COUNT("reads", &o.reads),
+        BENCH_OPT_COUNT("seed", &o.seed),
+        BENCH_OPT_FLAG("verify", &o.verify, 1),
+        BENCH_OPT_END,
     };
-    struct opts o = {
-        .size = 256u << 20, .read_size = 4096, .reads = 16384, .seed = 1, .do_setup = 1, .do_run = 1,
-    };
-    const char *phase = "all";
     struct result r;
-    int c, li = 0;
 
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        uint64_t *num = NULL;
-        int is_size = 0;
-
-        switch (c) {
-        case 'f': o.file = optarg; continue;
-        case 's': num = &o.size; is_size = 1; break;
-        case 'r': num = &o.read_size; is_size = 1; break;
-        case 'n': num = &o.reads; break;
-        case 'x': num = &o.seed; break;
-        case 'V': o.verify = 1; continue;
-        case 'p':
-            phase = optarg;
-            if (strcmp(optarg, "setup") == 0)
-                o.do_setup = 1, o.do_run = 0;
-            else if (strcmp(optarg, "run") == 0)
-                o.do_setup = 0, o.do_run = 1;
-            else if (strcmp(optarg, "all") == 0)
-                o.do_setup = 1, o.do_run = 1;
-            else
-                bench_die(prog, 0, "bad --phase '%s' (setup, run or all)", optarg);
-            continue;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if ((is_size ? bench_parse_size(optarg, num) : bench_parse_u64(optarg, num)) != 0)
-            bench_die(prog, 0, "bad value '%s' for --%s", optarg, longopts[li].name);
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (o.file == NULL)
-        bench_die(prog, 0, "--file is required (see --help)");
+    bench_parse_options(prog, argc, argv, options, usage);
+    o.do_setup = phase != BENCH_PHASE_RUN;
+    o.do_run = phase != BENCH_PHASE_SETUP;
     if (o.read_size == 0 || o.read_size > (64u << 20))
         bench_die(prog, 0, "--read-size must be 1 B..64 MiB");
 
@@ -191,8 +151,7 @@ int main(int argc, char **argv)
     if (o.do_run)
         run(&o, &r);
 
-    printf("{\"workload\":\"randread\",\"phase\":\"%s\",\"file\":", phase);
-    bench_json_str(o.file);
+    bench_json_begin("randread", bench_setup_run_phases[phase], "file", o.file);
     printf(",\"size\":%" PRIu64 ",\"setup_bytes\":%" PRIu64 ",\"file_bytes\":%" PRIu64
            ",\"read_size\":%" PRIu64 ",\"read_ops\":%" PRIu64 ",\"bytes_read\":%" PRIu64
            ",\"short_reads\":%" PRIu64 ",\"read_seconds\":%.9f,\"verified\":%s"
@@ -200,7 +159,5 @@ int main(int argc, char **argv)
            o.size, r.setup_bytes, r.file_bytes, o.read_size, r.read_ops, r.bytes_read,
            r.short_reads, r.read_seconds, o.verify && o.do_run ? "true" : "false", r.mismatches,
            r.verify_seconds);
-    if (fflush(stdout) != 0)
-        return 1;
-    return r.mismatches == 0 ? 0 : 1;
+    return bench_exit_status(r.mismatches == 0);
 }

@@ -48,7 +48,7 @@ static void usage(FILE *out)
         "                      (exit 1 on a mismatch)\n"
         "  -h, --help          this text\n"
         "\n"
-        "The byte at offset p is (p mod 251) XOR (uint8)(b*157 + (b>>8)), b = p>>16.\n",
+        "The byte at offset p is " BENCH_PATTERN_HELP ".\n",
         prog);
 }
 
@@ -184,9 +184,10 @@ int main(int argc, char **argv)
         .size = 64ull << 20, .write_size = 8192, .read_size = 4096,
         .do_write = 1, .do_read = 1,
     };
+    static const char *const phases[] = {"write", "read", "both", NULL};
+    enum { PHASE_WRITE, PHASE_READ, PHASE_BOTH };
     struct result r;
-    const char *phase = "both";
-    int c;
+    int c, phase = PHASE_BOTH;
 
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -208,15 +209,9 @@ int main(int argc, char **argv)
                 bench_die(prog, 0, "bad --wrap '%s'", optarg);
             break;
         case 'p':
-            phase = optarg;
-            if (strcmp(optarg, "write") == 0)
-                o.do_write = 1, o.do_read = 0;
-            else if (strcmp(optarg, "read") == 0)
-                o.do_write = 0, o.do_read = 1;
-            else if (strcmp(optarg, "both") == 0)
-                o.do_write = 1, o.do_read = 1;
-            else
-                bench_die(prog, 0, "bad --phase '%s' (write, read or both)", optarg);
+            phase = bench_parse_choice(prog, "phase", optarg, phases);
+            o.do_write = phase != PHASE_READ;
+            o.do_read = phase != PHASE_WRITE;
             break;
         case 'F': o.do_fsync = 1; break;
         case 'v': o.verify = 1; break;
@@ -245,8 +240,7 @@ int main(int argc, char **argv)
     if (o.meta)
         phase_meta(&o, &r);
 
-    printf("{\"workload\":\"smallio\",\"phase\":\"%s\",\"file\":", phase);
-    bench_json_str(o.file);
+    bench_json_begin("smallio", phases[phase], "file", o.file);
     printf(",\"write_size\":%" PRIu64 ",\"read_size\":%" PRIu64 ",\"wrap\":%" PRIu64
            ",\"bytes_written\":%" PRIu64 ",\"write_ops\":%" PRIu64
            ",\"write_seconds\":%.9f,\"bytes_read\":%" PRIu64 ",\"read_ops\":%" PRIu64
@@ -257,7 +251,5 @@ int main(int argc, char **argv)
            r.bytes_read, r.read_ops, r.read_seconds, r.opens, r.closes, r.fsyncs, r.seeks,
            o.verify ? "true" : "false", r.mismatches, r.write_seconds + r.read_seconds, o.meta, r.stat_seconds,
            r.openclose_seconds);
-    if (fflush(stdout) != 0)
-        return 1;
-    return r.mismatches == 0 ? 0 : 1;
+    return bench_exit_status(r.mismatches == 0);
 }

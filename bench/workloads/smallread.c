@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -46,7 +45,7 @@ static void usage(FILE *out)
         "  -h, --help         this text\n"
         "\n"
         "Files are DIR/f.NNNNN; file i holds the pattern of common.h from offset i*2^20:\n"
-        "the byte at p is (p mod 251) XOR (uint8)(b*157 + (b>>8)), b = p>>16.\n",
+        "the byte at p is " BENCH_PATTERN_HELP ".\n",
         prog);
 }
 
@@ -131,12 +130,10 @@ static void run(const struct opts *o, struct result *r)
             r->read_ops++;
             if (got == 0)
                 break;
-            if (o->verify) {
-                double c0 = bench_now();
-
-                r->mismatches += bench_pattern_check(buf, (size_t)got, file_base(i) + got_file);
-                r->verify_seconds += bench_now() - c0;
-            }
+            if (o->verify)
+                r->mismatches += bench_pattern_check_timed(buf, (size_t)got,
+                                                           file_base(i) + got_file,
+                                                           &r->verify_seconds);
             got_file += (uint64_t)got;
         }
         if (close(fd) != 0)
@@ -152,61 +149,26 @@ static void run(const struct opts *o, struct result *r)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"dir", required_argument, NULL, 'd'},
-        {"phase", required_argument, NULL, 'p'},
-        {"files", required_argument, NULL, 'n'},
-        {"min-size", required_argument, NULL, 'a'},
-        {"max-size", required_argument, NULL, 'b'},
-        {"read-size", required_argument, NULL, 'r'},
-        {"seed", required_argument, NULL, 'x'},
-        {"verify", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct opts o = {
         .files = 2000, .min_size = 1024, .max_size = 20 << 10, .read_size = 4096, .seed = 1,
-        .do_setup = 1, .do_run = 1,
     };
-    const char *phase = "all";
+    int phase = BENCH_PHASE_ALL;
+    const struct bench_option options[] = {
+        BENCH_OPT_REQUIRED("dir", &o.dir),
+        BENCH_OPT_CHOICE("phase", &phase, bench_setup_run_phases),
+        BENCH_OPT_COUNT("files", &o.files),
+        BENCH_OPT_SIZE("min-size", &o.min_size),
+        BENCH_OPT_SIZE("max-size", &o.max_size),
+        BENCH_OPT_SIZE("read-size", &o.read_size),
+        BENCH_OPT_COUNT("seed", &o.seed),
+        BENCH_OPT_FLAG("verify", &o.verify, 1),
+        BENCH_OPT_END,
+    };
     struct result r;
-    int c, li = 0;
 
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        uint64_t *num = NULL;
-        int is_size = 0;
-
-        switch (c) {
-        case 'd': o.dir = optarg; continue;
-        case 'n': num = &o.files; break;
-        case 'a': num = &o.min_size; is_size = 1; break;
-        case 'b': num = &o.max_size; is_size = 1; break;
-        case 'r': num = &o.read_size; is_size = 1; break;
-        case 'x': num = &o.seed; break;
-        case 'V': o.verify = 1; continue;
-        case 'p':
-            phase = optarg;
-            if (strcmp(optarg, "setup") == 0)
-                o.do_setup = 1, o.do_run = 0;
-            else if (strcmp(optarg, "run") == 0)
-                o.do_setup = 0, o.do_run = 1;
-            else if (strcmp(optarg, "all") == 0)
-                o.do_setup = 1, o.do_run = 1;
-            else
-                bench_die(prog, 0, "bad --phase '%s' (setup, run or all)", optarg);
-            continue;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-        if ((is_size ? bench_parse_size(optarg, num) : bench_parse_u64(optarg, num)) != 0)
-            bench_die(prog, 0, "bad value '%s' for --%s", optarg, longopts[li].name);
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (o.dir == NULL)
-        bench_die(prog, 0, "--dir is required (see --help)");
+    bench_parse_options(prog, argc, argv, options, usage);
+    o.do_setup = phase != BENCH_PHASE_RUN;
+    o.do_run = phase != BENCH_PHASE_SETUP;
     if (o.files > 99999)
         bench_die(prog, 0, "--files must be at most 99999");
     if (o.min_size > o.max_size || o.max_size > (1u << 20))
@@ -220,8 +182,7 @@ int main(int argc, char **argv)
     if (o.do_run)
         run(&o, &r);
 
-    printf("{\"workload\":\"smallread\",\"phase\":\"%s\",\"dir\":", phase);
-    bench_json_str(o.dir);
+    bench_json_begin("smallread", bench_setup_run_phases[phase], "dir", o.dir);
     printf(",\"files\":%" PRIu64 ",\"min_size\":%" PRIu64 ",\"max_size\":%" PRIu64
            ",\"read_size\":%" PRIu64 ",\"setup_bytes\":%" PRIu64 ",\"expected_bytes\":%" PRIu64
            ",\"bytes_read\":%" PRIu64 ",\"read_ops\":%" PRIu64 ",\"opens\":%" PRIu64
@@ -230,7 +191,5 @@ int main(int argc, char **argv)
            o.files, o.min_size, o.max_size, o.read_size, r.setup_bytes, r.expected_bytes,
            r.bytes_read, r.read_ops, r.opens, r.closes, r.wrong_sizes, r.read_seconds,
            o.verify && o.do_run ? "true" : "false", r.mismatches, r.verify_seconds);
-    if (fflush(stdout) != 0)
-        return 1;
-    return r.mismatches == 0 && r.wrong_sizes == 0 ? 0 : 1;
+    return bench_exit_status(r.mismatches == 0 && r.wrong_sizes == 0);
 }
