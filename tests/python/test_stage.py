@@ -241,6 +241,22 @@ def test_overwrite_of_a_linked_file_keeps_its_inode(target, tier, logdir):
     assert file_entry(r, linked)["fs"]["POSIX_RENAMES"] == 0 and file_entry(r, alone)["fs"]["POSIX_RENAMES"] == 1
 
 
+def test_overwrite_of_another_users_file_keeps_its_owner(target, tier, logdir):
+    """O_TRUNC over a file owned by another user (root may write it): plain
+    keeps the file, its owner and group; so does the publish (in place)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    f = target / "theirs.dat"
+    f.write_bytes(b"old contents")
+    os.chown(f, 65534, 65534)
+    f.chmod(0o664)
+    ino = f.stat().st_ino
+    stage_run(tier, target, logdir, bin_path("sluice-io"), f"open:{f}:w,trunc", "write:20", "close")
+    st = f.stat()
+    assert f.read_bytes() == b"x" * 20
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777, st.st_ino) == (65534, 65534, 0o664, ino)
+
+
 @pytest.mark.parametrize("opts,fsyncs,utimes", [((), 0, 0), (("--stage-fsync",), 1, 0),
                                                 (("--stage-keep-times",), 0, 1)])
 def test_publish_sync_and_times_settings(tmp_path, tier, logdir, opts, fsyncs, utimes):
