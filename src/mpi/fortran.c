@@ -200,3 +200,46 @@ FORTRAN_POS(mpi_file_write, MPI_FILE_WRITE, MPI_File_write, const)
 FORTRAN_POS(mpi_file_write_all, MPI_FILE_WRITE_ALL, MPI_File_write_all, const)
 FORTRAN_POS(mpi_file_read, MPI_FILE_READ, MPI_File_read, )
 FORTRAN_POS(mpi_file_read_all, MPI_FILE_READ_ALL, MPI_File_read_all, )
+FORTRAN_POS(mpi_file_write_shared, MPI_FILE_WRITE_SHARED, MPI_File_write_shared, const)
+FORTRAN_POS(mpi_file_write_ordered, MPI_FILE_WRITE_ORDERED, MPI_File_write_ordered, const)
+FORTRAN_POS(mpi_file_read_shared, MPI_FILE_READ_SHARED, MPI_File_read_shared, )
+FORTRAN_POS(mpi_file_read_ordered, MPI_FILE_READ_ORDERED, MPI_File_read_ordered, )
+
+/* ---- non-blocking: the request handle goes back to Fortran ---- */
+
+#define FORTRAN_IAT(lower, upper, cfunc, constbuf)                                                     \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, MPI_Offset *off, constbuf void *buf, MPI_Fint *count,    \
+                                MPI_Fint *type, MPI_Fint *request, MPI_Fint *ierr);                     \
+    void lower##_(MPI_Fint *fh, MPI_Offset *off, constbuf void *buf, MPI_Fint *count, MPI_Fint *type, \
+                  MPI_Fint *request, MPI_Fint *ierr)                                                    \
+    {                                                                                                   \
+        MPI_Request r;                                                                                  \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, off, buf, count, type, request, ierr);                           \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), *off, c_buffer((void *)buf), (int)*count,             \
+                      SLUICE_PMPI(Type_f2c)(*type), &r);                                                \
+        if (*ierr == MPI_SUCCESS)                                                                       \
+            *request = SLUICE_PMPI(Request_c2f)(r);                                                     \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+#define FORTRAN_IPOS(lower, upper, cfunc, constbuf)                                                    \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *count, MPI_Fint *type,     \
+                                MPI_Fint *request, MPI_Fint *ierr);                                     \
+    void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *request, \
+                  MPI_Fint *ierr)                                                                       \
+    {                                                                                                   \
+        MPI_Request r;                                                                                  \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, buf, count, type, request, ierr);                                \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), c_buffer((void *)buf), (int)*count,                   \
+                      SLUICE_PMPI(Type_f2c)(*type), &r);                                                \
+        if (*ierr == MPI_SUCCESS)                                                                       \
+            *request = SLUICE_PMPI(Request_c2f)(r);                                                     \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+FORTRAN_IAT(mpi_file_iwrite_at, MPI_FILE_IWRITE_AT, MPI_File_iwrite_at, const)
+FORTRAN_IAT(mpi_file_iread_at, MPI_FILE_IREAD_AT, MPI_File_iread_at, )
+FORTRAN_IPOS(mpi_file_iwrite, MPI_FILE_IWRITE, MPI_File_iwrite, const)
+FORTRAN_IPOS(mpi_file_iread, MPI_FILE_IREAD, MPI_File_iread, )

@@ -1,13 +1,14 @@
 ! MPI-IO from Fortran (`use mpi`): every rank writes 40 records of 250
 ! integers into one shared file, interleaved by rank, with
-! MPI_File_write_at, then one more with MPI_File_write_at_all; the file is
-! reopened and each rank reads its first record back and checks it.
+! MPI_File_write_at, then one more with MPI_File_write_at_all and one with
+! MPI_File_iwrite_at (waited for); the file is reopened and each rank reads
+! its first record back and checks it.
 !   mpirun -np N fortran_mpiio FILE
 program fortran_mpiio
   use mpi
   implicit none
   integer, parameter :: n = 250
-  integer :: ierr, rank, nprocs, fh, i, j, rec(n), back(n), status(MPI_STATUS_SIZE)
+  integer :: ierr, rank, nprocs, fh, i, j, req, rec(n), back(n), status(MPI_STATUS_SIZE)
   integer(kind=MPI_OFFSET_KIND) :: off
   character(len=4096) :: path
 
@@ -26,6 +27,10 @@ program fortran_mpiio
   rec = -rank
   off = (40_MPI_OFFSET_KIND * nprocs + rank) * n * 4
   call MPI_File_write_at_all(fh, off, rec, n, MPI_INTEGER, status, ierr)
+  rec = 7 * rank
+  off = (41_MPI_OFFSET_KIND * nprocs + rank) * n * 4
+  call MPI_File_iwrite_at(fh, off, rec, n, MPI_INTEGER, req, ierr)
+  call MPI_Wait(req, status, ierr)
   call MPI_File_close(fh, ierr)
 
   call MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, fh, ierr)
