@@ -234,6 +234,30 @@ static void install_sigterm(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* `sluice run -- mpirun ...`: the launcher and its daemons carry the
+ * preload to the ranks but are not the program; their own files (help
+ * texts, configuration, sockets) are not the job's I/O. */
+static int is_mpi_launcher(void)
+{
+    static const char *const launchers[] = {"mpirun", "mpiexec", "orterun", "orted", "prterun", "prte", "prted",
+                                            "mpiexec.hydra", "hydra_pmi_proxy", NULL};
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *base;
+
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    for (int i = 0; launchers[i]; i++) {
+        size_t k = strlen(launchers[i]);
+        /* (Debian's mpirun.openmpi, mpiexec.mpich: the name, then a dot) */
+        if (strncmp(base, launchers[i], k) == 0 && (base[k] == '\0' || base[k] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
 __attribute__((constructor(101))) static void sluice_load(void)
 {
     sluice_real_init();
@@ -242,7 +266,7 @@ __attribute__((constructor(101))) static void sluice_load(void)
     sluice_crc32_init();
     sluice_clock_init();
     (void)sluice_config_load();
-    if (sluice_cfg.disable) {
+    if (sluice_cfg.disable || is_mpi_launcher()) {
         sluice__state = SLUICE_STATE_FINISHED;
         return;
     }

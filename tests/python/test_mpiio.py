@@ -121,6 +121,16 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
         assert fs == app
 
 
+def test_the_mpi_launcher_is_not_the_program(workdir, logdir):
+    """`sluice run -- mpirun ...` without --path: mpirun (orterun) and its
+    daemons carry the preload to the ranks but record nothing themselves:
+    one log per rank, none for the launcher."""
+    sluice("run", "--log-dir", str(logdir), "--", *MPIRUN, bin_path("mpi_write"), str(workdir), env=MPI_ENV)
+    names = [p.name for p in logdir.iterdir() if p.suffix == ".sluice"]
+    assert len(names) == 4 and all("mpi_write" in n for n in names), names
+    assert report_json(logdir)["processes"] == 4
+
+
 def test_atomic_mode_falls_back(workdir, logdir):
     e = run_known(workdir, logdir, "acb", "atomic")
     assert nonzero(e["app"], "MPIIO_") == {**KNOWN_APP, "MPIIO_FALLBACKS": 4}
