@@ -121,6 +121,19 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
         assert fs == app
 
 
+def test_a_files_bytes_count_mpiio_data_once(workdir, logdir):
+    """The report's per-file byte total: MPI-IO's bytes reach the file
+    through POSIX calls that are recorded too; the data counts once."""
+    from sluice.report.model import load_job
+
+    run_known(workdir, logdir, "profile")
+    f = next(f for f in load_job([logdir]).files if f.path == str(workdir / "known.dat"))
+    mpiio = f.app["MPIIO_BYTES_READ"] + f.app["MPIIO_BYTES_WRITTEN"]
+    assert mpiio == 4 * 6106 + 4 * 6206
+    assert f.bytes() == max(mpiio, f.app["POSIX_BYTES_READ"] + f.app["POSIX_BYTES_WRITTEN"])
+    assert f.bytes() < mpiio + f.app["POSIX_BYTES_READ"] + f.app["POSIX_BYTES_WRITTEN"]
+
+
 def test_the_mpi_launcher_is_not_the_program(workdir, logdir):
     """`sluice run -- mpirun ...` without --path: mpirun (orterun) and its
     daemons carry the preload to the ranks but record nothing themselves:
