@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,6 +494,12 @@ static void *drainer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     sluice__guard = 1;
+    /* Copying in the background never takes a core the program wants (a
+     * checkpoint written to the tier is CPU work, and an early copy beside
+     * it made the program wait longer than without staging): the drainers
+     * run only on idle CPU time, SCHED_IDLE. */
+    struct sched_param idle = {0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
     pthread_mutex_lock(&st.lock);
     for (;;) {
         int64_t wait_ns;
