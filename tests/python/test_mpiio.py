@@ -121,6 +121,22 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
         assert fs == app
 
 
+def test_html_report_has_the_mpiio_section(workdir, logdir, tmp_path):
+    """The page shows the MPI-IO table the text report shows, with the exact
+    app and fs values (a serial job's page has none: test_report_html)."""
+    e = run_known(workdir, logdir, "acb")
+    page = tmp_path / "r.html"
+    sluice("report", "--html", str(page), str(logdir))
+    text = page.read_text("utf-8")
+    assert '<section id="mpiio">' in text
+    rows = dict(re.findall(r'<tr data-mpiio="([^"]+)"[^>]*>(.*?)</tr>', text))
+    values = {label: [int(float(v)) for v in re.findall(r'data-side="(?:app|fs)" data-value="([^"]+)"', cells)]
+              for label, cells in rows.items()}
+    assert values["independent writes"] == [12, 8]
+    assert values["aggregated exchanges (ACB)"] == [0, e["fs"]["MPIIO_ACB_FLUSHES"]]
+    assert values["bytes written"] == [4 * 6106, 4 * 6106]
+
+
 def test_a_files_bytes_count_mpiio_data_once(workdir, logdir):
     """The report's per-file byte total: MPI-IO's bytes reach the file
     through POSIX calls that are recorded too; the data counts once."""

@@ -313,6 +313,7 @@ def test_demo_report_structure(demo: dict) -> None:
 def test_demo_summary_is_exact(demo: dict) -> None:
     j = demo["json"]
     page = Page(demo["text"])
+    assert 'id="mpiio"' not in demo["text"]   # a job without MPI-IO has no MPI-IO section
     check_summary(page, j["app"], j["fs"])
     text = page.alltext
     assert j["job_id"] in text

@@ -20,7 +20,7 @@ import time
 from sluice import __version__
 from sluice.report.model import OP_COUNTERS, Job
 from sluice.report.plots import Plot, all_plots, printable
-from sluice.report.text import SUMMARY, human_bytes, reduction, total
+from sluice.report.text import BUCKET_LABELS, BUCKETS, MPIIO_ROWS, SUMMARY, human_bytes, reduction, total
 
 DEFAULT_TOP = 20
 
@@ -204,6 +204,31 @@ def _summary(job: Job) -> str:
     return "\n".join(out)
 
 
+def _mpiio(job: Job) -> str:
+    """MPI-IO calls, when the job made any: what the program asked (app)
+    and what reached MPI-IO (fs), as the text report shows them."""
+    if not any(v for k, v in job.app.items() if k.startswith("MPIIO_") and "MAX_BYTE" not in k):
+        return ""
+    out = ['<section id="mpiio"><h2>MPI-IO: application (app) and what reached MPI-IO (fs)</h2>',
+           '<table class="summary"><thead><tr><th>calls</th><th class="num">app</th><th class="num">fs</th>'
+           '<th class="num">app/fs</th></tr></thead><tbody>']
+    for label, names in MPIIO_ROWS:
+        a, f = total(job.app, names), total(job.fs, names)
+        if label.startswith("bytes"):
+            cells = _num(a, "app", human_bytes(a)) + _num(f, "fs", human_bytes(f))
+        else:
+            cells = _num(a, "app") + _num(f, "fs")
+        out.append(f'<tr data-mpiio="{esc(label)}" title="{esc(" + ".join(names))}"><th>{esc(label)}</th>'
+                   f'{cells}<td class="num factor">{esc(factor(a, f))}</td></tr>')
+    out.append('</tbody></table><table class="summary"><thead><tr><th>write size</th>'
+               '<th class="num">writes app</th><th class="num">writes fs</th></tr></thead><tbody>')
+    for b, label in zip(BUCKETS, BUCKET_LABELS):
+        a, f = job.app.get(f"MPIIO_SIZE_WRITE_{b}", 0), job.fs.get(f"MPIIO_SIZE_WRITE_{b}", 0)
+        out.append(f'<tr data-mpiio-size="{esc(label)}"><th>{esc(label)}</th>{_num(a, "app")}{_num(f, "fs")}</tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def _advice(job: Job, top: int) -> str:
     """The findings of `sluice advise`, most costly first, one row each."""
     from sluice.advise import advise, fix_of
@@ -348,6 +373,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
     body = [
         _header(job, top),
         _summary(job),
+        _mpiio(job),
         _advice(job, top),
         f'<section id="plots"><h2>Plots</h2><p class="note">{len(drawn)} plot{"" if len(drawn) == 1 else "s"}. '
         "Solid: what the application asked (app); hatched: what reached the file system (fs).</p>",
