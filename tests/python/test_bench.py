@@ -720,3 +720,14 @@ def test_strided_shared_through_the_harness(native_dir: Path, tmp_path: Path) ->
     for side in ("app", "fs"):
         assert counters(prof, side)["POSIX_WRITES"] == 256
     assert counters(buf, "app")["POSIX_WRITES"] == 256 and buf["metrics"]["fs_writes"] <= 256
+
+
+def test_results_record_no_path_of_this_machine(tmp_path, monkeypatch):
+    """A build tree outside the repository is recorded by its last two parts
+    (results are committed and read on other machines)."""
+    from sluice.bench.session import _shown_path
+
+    monkeypatch.chdir(tmp_path)
+    assert _shown_path("/somewhere/wt-1faf66d/build/native") == "build/native"
+    (tmp_path / "build" / "dev" / "native").mkdir(parents=True)
+    assert _shown_path(str(tmp_path / "build" / "dev" / "native")) == "build/dev/native"

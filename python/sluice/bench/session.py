@@ -187,10 +187,14 @@ def default_json_path(doc: dict[str, Any], cwd: Path | None = None) -> Path:
 
 def _shown_path(path: str | None) -> str | None:
     """A path as results record it: relative to the current directory when
-    under it (results travel with the repository, not with one machine)."""
+    under it, else its last two components (a build tree's `build/native`):
+    results travel with the repository, not with one machine."""
     if not path:
         return path
     try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+        rel = os.path.relpath(path)
     except ValueError:
-        return path
+        rel = ".."
+    if not rel.startswith(".."):
+        return rel
+    return os.path.join(*Path(os.path.abspath(path)).parts[-2:])
