@@ -296,6 +296,16 @@ static void forget_locked(struct staged *s)
     pthread_cond_broadcast(&st.done);
 }
 
+/* s is gone without being published (unlinked, or replaced by a rename):
+ * its data, entry and index link go, and this process forgets it. */
+static void discard_locked(struct staged *s)
+{
+    SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
+    SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
+    names_remove(st.ndir, s->e.path, s->e.id);
+    forget_locked(s);
+}
+
 static int stage_init(void)
 {
     char why[512];
@@ -1351,11 +1361,8 @@ int stage_path_unlink(const char *abs, int *rc)
         return 0;   /* not ours (or just published: the shared file system's unlink) */
     }
     int existed = s->existed;
-    SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
-    SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
-    names_remove(st.ndir, abs, s->e.id);
     /* Open descriptors keep the (now nameless) data file, as unlink does. */
-    forget_locked(s);
+    discard_locked(s);
     pthread_mutex_unlock(&st.lock);
     *rc = existed ? (SLUICE_REAL(unlink)(abs) == 0 || errno == ENOENT ? 0 : -errno) : 0;
     return 1;
@@ -1378,10 +1385,7 @@ int stage_path_rename(const char *from, const char *to, int *rc)
         return 0;
     }
     if (t && t != s) {
-        SLUICE_REAL(unlinkat)(st.ddir, t->e.id, 0);
-        SLUICE_REAL(unlinkat)(st.jdir, t->e.id, 0);
-        names_remove(st.ndir, to, t->e.id);
-        forget_locked(t);
+        discard_locked(t);
     }
     int existed = s->existed;
     unlink_locked(s);
@@ -1567,10 +1571,7 @@ static void stage_drop_replaced(const char *abs)
     while ((s = lookup_locked(abs)) != NULL && (s->draining || s->precopying))
         pthread_cond_wait(&st.done, &st.lock);
     if (s) {
-        SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
-        SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
-        names_remove(st.ndir, abs, s->e.id);
-        forget_locked(s);
+        discard_locked(s);
     }
     pthread_mutex_unlock(&st.lock);
 }
