@@ -16,7 +16,9 @@ from sluice import __version__
 from sluice.errors import UserError
 
 # Workflow order: what a user does first comes first in --help.
-VERBS = ["run", "status", "wait", "drain", "recover", "report", "advise", "demo", "testbed", "bench"]
+VERBS = [
+    "run", "farm", "status", "wait", "drain", "recover", "report", "advise", "export", "demo", "testbed", "bench",
+]
 
 
 class _Group(click.Group):
