@@ -162,3 +162,40 @@ def test_bench_workload_table(tmp_path):
     m = doc["workloads"]["amr-ckpt"]["rounds"][0]["metrics"]
     assert m["indep_mpiio_writes"] >= 19 and m["acb_transparent_mpiio_writes"] <= 2
     assert m["acb_api_mpiio_writes"] <= 2 and m["ratio_indep_over_transparent"] > 0
+
+
+def test_ior_shared_workload_compares_every_peer(tmp_path):
+    """`sluice bench ior-shared` runs OMPIO and ROMIO, independent and
+    collective, with and without hints, plain and under acb, checks every
+    file byte for byte and gives acb over the best peer per piece size."""
+    out = tmp_path / "r.json"
+    cp = sluice("bench", "--target", str(tmp_path), "--rounds", "1", "--warmup", "0", "--json", str(out),
+                "-p", "ior-shared.per_rank=64K", "-p", "ior-shared.pieces=4K,16K", "ior-shared",
+                env=MPI_ENV, timeout=600)
+    assert "acb / best peer" in cp.stderr
+    w = json.loads(out.read_text())["workloads"]["ior-shared"]
+    m = w["rounds"][0]["metrics"]
+    for method in ("ompio_indep", "ompio_coll", "romio_indep", "romio_coll", "romio_coll_cb"):
+        assert m[f"{method}_4K_MiBps"] > 0 and m[f"acb_{method}_16K_MiBps"] > 0
+    assert m["acb_over_best_peer_4K"] > 0 and "acb_over_best_peer_64K" not in m
+    raw = w["rounds"][0]["raw"]
+    assert len(raw) == 20 and {r["fnv1a64"] for r in raw} == {raw[0]["fnv1a64"]}
+    assert all(r["mismatches"] == 0 and r["bytes_written"] == 4 * 65536 for r in raw)
+
+
+def test_ior_shared_program_layouts(tmp_path):
+    """The program writes IOR's strided layout into one file, or one file per
+    rank, with the pattern at every byte (its --check reads them back)."""
+    env = python_env()
+    env.update(MPI_ENV)
+    for layout, files in (("shared", ["f"]), ("fpp", [f"f.{r}" for r in range(4)])):
+        d = tmp_path / layout
+        d.mkdir()
+        cp = subprocess.run([*MPIRUN, str(NATIVE / "sluice-bench-ior-shared"), "--file", str(d / "f"), "--piece", "3000",
+                             "--per-rank", "9000", "--layout", layout, "--check"], env=env, capture_output=True,
+                            text=True, check=True, timeout=300)
+        r = json.loads(cp.stdout)
+        assert r["writes"] == 12 and r["mismatches"] == 0
+        assert sorted(p.name for p in d.iterdir()) == files
+        for f in files:
+            assert (d / f).stat().st_size == (36000 if layout == "shared" else 9000)
