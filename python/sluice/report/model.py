@@ -18,6 +18,9 @@ from sluice.errors import UserError
 from sluice.logfmt import Log, LogFormatError, read_log
 
 SIDES = ("app", "fs")
+# Marks the Log that holds a Darshan log's rank -1 records: files every rank
+# shared, reduced by Darshan; it is no process of its own.
+SHARED = "darshan_shared"
 
 # The counters that each count one call the program made.
 OP_COUNTERS = tuple(f"POSIX_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", "STATS", "FSYNCS", "FDSYNCS",
@@ -85,7 +88,7 @@ class Job:
 
     @property
     def processes(self) -> int:
-        return len(self.logs)
+        return sum(1 for l in self.logs if SHARED not in l.info)
 
     @property
     def runtime(self) -> float:
@@ -101,7 +104,7 @@ class Job:
             "processes": self.processes,
             "runtime_s": self.runtime,
             "partial": self.partial,
-            "logs": [str(l.path) for l in self.logs],
+            "logs": list(dict.fromkeys(str(l.path) for l in self.logs)),
             "app": self.app,
             "fs": self.fs,
             "files": [{"path": f.path, "processes": len(f.processes), "app": f.app, "fs": f.fs}
@@ -109,29 +112,45 @@ class Job:
         }
 
 
-def find_logs(inputs: list[str | Path]) -> list[Path]:
-    """The .sluice files named, or found directly inside the directories named."""
+def find_logs(inputs: list[str | Path], darshan: bool = True) -> list[Path]:
+    """The log files named, or found directly inside the directories named:
+    .sluice, and .darshan unless `darshan` is false. A NAME.fs.darshan beside
+    its NAME.darshan is left out: it is read as that log's fs side."""
     found: list[Path] = []
     for i in inputs:
         p = Path(i)
         if p.is_dir():
-            found.extend(sorted(q for q in p.glob("*.sluice") if q.is_file()))
+            pats = ("*.sluice", "*.darshan") if darshan else ("*.sluice",)
+            found.extend(sorted(q for pat in pats for q in p.glob(pat) if q.is_file()))
         elif p.exists():
             found.append(p)
         else:
             raise UserError(f"{p}: no such file or directory")
-    return found
+    names = {str(p) for p in found}
+    return [p for p in found
+            if not (p.name.endswith(".fs.darshan") and str(p)[: -len(".fs.darshan")] + ".darshan" in names)]
 
 
-def load_logs(inputs: list[str | Path], warn=None) -> list[Log]:
-    """Read every log; a bad log inside a directory is skipped with a warning,
+def _read_any(p: Path, sluice_only: bool) -> list[Log]:
+    from sluice.darshan.reader import looks_like_darshan, read_darshan
+
+    if looks_like_darshan(p):
+        if sluice_only:
+            raise LogFormatError(f"{p}: a Darshan log; this command reads sluice logs")
+        return read_darshan(p)
+    return [read_log(p)]
+
+
+def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False) -> list[Log]:
+    """Read every log (sluice's, and Darshan's through PyDarshan unless
+    `sluice_only`); a bad log inside a directory is skipped with a warning,
     a bad log named explicitly is an error."""
     warn = warn or (lambda msg: print(f"sluice: warning: {msg}", file=sys.stderr))
     named = {Path(i) for i in inputs if not Path(i).is_dir()}
     logs: list[Log] = []
-    for p in find_logs(inputs):
+    for p in find_logs(inputs, darshan=not sluice_only):
         try:
-            logs.append(read_log(p))
+            logs.extend(_read_any(p, sluice_only))
         except LogFormatError as e:
             if p in named:
                 raise UserError(str(e)) from None
@@ -176,7 +195,10 @@ def merge(job_id: str, logs: list[Log]) -> Job:
         offset = (l.start_ns - start) / 1e9
         for r in l.records:
             f = files.setdefault(r.path, FileTotals(r.path))
-            f.processes.add(l.pid)
+            if SHARED in l.info:
+                f.processes.update(range(l.nprocs))
+            else:
+                f.processes.add(l.pid)
             for side in SIDES:
                 c = _shift_timestamps(getattr(r, side), offset)
                 _merge_into(getattr(f, side), c)

@@ -1,0 +1,95 @@
+"""The Darshan log format (log version 3.41) as data: header layout, module
+ids and versions, and each exported module's counter names in storage order.
+
+Learnt from darshan-util/darshan-logutils.c and include/darshan-*-log-format.h
+of darshan-hpc/darshan; docs/darshan.md describes it. tests/python/test_darshan.py
+checks the name lists against the ones PyDarshan's libdarshan-util carries.
+"""
+
+from __future__ import annotations
+
+import struct
+
+LOG_VERSION = b"3.41"
+MAGIC = 6567223
+ZLIB = 0                      # compression type 0: every region is one zlib stream
+MAX_MODS = 64
+
+# version_string[8], magic (i64), comp_type (u8, then 7 bytes of padding),
+# partial_flag (u64), name_map {off, len}, mod_map[64] {off, len}, mod_ver[64] (u32)
+HEADER = struct.Struct(f"<8sqB7xQ2Q{2 * MAX_MODS}Q{MAX_MODS}I")
+# The header of logs 3.00-3.21: 16 modules and a u32 partial flag.
+HEADER_OLD = struct.Struct("<8sqB3xI2Q32Q16I")
+
+# uid, start sec/nsec, end sec/nsec, nprocs, jobid, metadata[1024]
+JOB = struct.Struct("<7q1024s")
+JOB_RECORD_SIZE = 4096        # a reader takes at most this much of the job region
+EXE_MOUNTS_MAX = JOB_RECORD_SIZE - JOB.size - 1   # exe line + mount lines, without the NUL
+METADATA_LEN = 1024
+
+BASE_RECORD = struct.Struct("<Qq")    # record id, rank (-1: shared by every rank)
+
+# Module ids are positions in Darshan's module table.
+POSIX, MPIIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, BGQ, LUSTRE, STDIO = 1, 2, 3, 4, 5, 6, 7, 8, 9
+MODULE_NAMES = {POSIX: "POSIX", MPIIO: "MPI-IO", STDIO: "STDIO"}
+MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, STDIO: 2}
+
+_SIZES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
+
+
+def _p(prefix: str, *names: str) -> list[str]:
+    return [f"{prefix}_{n}" for n in names]
+
+
+def _sizes(prefix: str, agg: str = "") -> list[str]:
+    return [f"{prefix}_SIZE_{kind}_{agg}{s}" for kind in ("READ", "WRITE") for s in _SIZES]
+
+
+def _common(prefix: str, what: str) -> list[str]:
+    """The four most common values of `what` (STRIDE, ACCESS) and their counts."""
+    return [f"{prefix}_{what}{i}_{what}" for i in range(1, 5)] + [f"{prefix}_{what}{i}_COUNT" for i in range(1, 5)]
+
+
+def _ranks(prefix: str) -> list[str]:
+    return _p(prefix, "FASTEST_RANK", "FASTEST_RANK_BYTES", "SLOWEST_RANK", "SLOWEST_RANK_BYTES")
+
+
+def _f_ranks(prefix: str) -> list[str]:
+    return _p(prefix, "F_FASTEST_RANK_TIME", "F_SLOWEST_RANK_TIME", "F_VARIANCE_RANK_TIME", "F_VARIANCE_RANK_BYTES")
+
+
+def _f_stamps(prefix: str) -> list[str]:
+    return _p(prefix, *(f"F_{op}_{edge}_TIMESTAMP" for edge in ("START", "END")
+                        for op in ("OPEN", "READ", "WRITE", "CLOSE")))
+
+
+INT_NAMES: dict[int, list[str]] = {
+    POSIX: _p("POSIX", "OPENS", "FILENOS", "DUPS", "READS", "WRITES", "SEEKS", "STATS", "MMAPS", "FSYNCS", "FDSYNCS",
+              "RENAME_SOURCES", "RENAME_TARGETS", "RENAMED_FROM", "MODE", "BYTES_READ", "BYTES_WRITTEN",
+              "MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "CONSEC_READS", "CONSEC_WRITES", "SEQ_READS", "SEQ_WRITES",
+              "RW_SWITCHES", "MEM_NOT_ALIGNED", "MEM_ALIGNMENT", "FILE_NOT_ALIGNED", "FILE_ALIGNMENT",
+              "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
+    + _sizes("POSIX") + _common("POSIX", "STRIDE") + _common("POSIX", "ACCESS") + _ranks("POSIX"),
+    MPIIO: _p("MPIIO", "INDEP_OPENS", "COLL_OPENS", "INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES",
+              "SPLIT_READS", "SPLIT_WRITES", "NB_READS", "NB_WRITES", "SYNCS", "HINTS", "VIEWS", "MODE",
+              "BYTES_READ", "BYTES_WRITTEN", "RW_SWITCHES", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
+    + _sizes("MPIIO", "AGG_") + _common("MPIIO", "ACCESS") + _ranks("MPIIO"),
+    STDIO: _p("STDIO", "OPENS", "FDOPENS", "READS", "WRITES", "SEEKS", "FLUSHES", "BYTES_WRITTEN", "BYTES_READ",
+              "MAX_BYTE_READ", "MAX_BYTE_WRITTEN") + _ranks("STDIO"),
+}
+
+FLOAT_NAMES: dict[int, list[str]] = {
+    POSIX: _f_stamps("POSIX") + _p("POSIX", "F_READ_TIME", "F_WRITE_TIME", "F_META_TIME", "F_MAX_READ_TIME",
+                                   "F_MAX_WRITE_TIME") + _f_ranks("POSIX"),
+    MPIIO: _f_stamps("MPIIO") + _p("MPIIO", "F_READ_TIME", "F_WRITE_TIME", "F_META_TIME", "F_MAX_READ_TIME",
+                                   "F_MAX_WRITE_TIME") + _f_ranks("MPIIO"),
+    STDIO: _p("STDIO", "F_META_TIME", "F_WRITE_TIME", "F_READ_TIME", "F_OPEN_START_TIMESTAMP",
+              "F_CLOSE_START_TIMESTAMP", "F_WRITE_START_TIMESTAMP", "F_READ_START_TIMESTAMP",
+              "F_OPEN_END_TIMESTAMP", "F_CLOSE_END_TIMESTAMP", "F_WRITE_END_TIMESTAMP", "F_READ_END_TIMESTAMP")
+    + _f_ranks("STDIO"),
+}
+
+
+def record_struct(module: int) -> struct.Struct:
+    """One record of an exported module: base record, integer counters, float counters."""
+    return struct.Struct(f"<Qq{len(INT_NAMES[module])}q{len(FLOAT_NAMES[module])}d")

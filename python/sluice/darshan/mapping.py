@@ -1,0 +1,113 @@
+"""sluice counters <-> Darshan counters, one record at a time.
+
+Where a name is in both, the meaning is Darshan's (docs/darshan.md lists each
+conversion): a dup is one of Darshan's POSIX_OPENS, MAX_BYTE_* of an untouched
+file is 0, MPI-IO's size histogram is MPIIO_SIZE_*_AGG_*. What sluice does not
+record is -1, Darshan's "unknown"; what Darshan leaves 0 in a record of one
+rank (the fastest/slowest rank fields) is 0.
+"""
+
+from __future__ import annotations
+
+from sluice.darshan import layout as L
+
+SLUICE_MODULES = {L.POSIX: "POSIX", L.MPIIO: "MPIIO", L.STDIO: "STDIO"}
+DARSHAN_IDS = {v: k for k, v in SLUICE_MODULES.items()}
+
+# Darshan counters sluice has no source for: written as -1.
+UNKNOWN = {
+    L.POSIX: {"POSIX_FILENOS", "POSIX_RENAME_TARGETS", "POSIX_MODE", "POSIX_MEM_NOT_ALIGNED", "POSIX_MEM_ALIGNMENT",
+              "POSIX_FILE_NOT_ALIGNED", "POSIX_FILE_ALIGNMENT", "POSIX_MAX_READ_TIME_SIZE",
+              "POSIX_MAX_WRITE_TIME_SIZE", "POSIX_F_CLOSE_START_TIMESTAMP", "POSIX_F_OPEN_END_TIMESTAMP",
+              "POSIX_F_MAX_READ_TIME", "POSIX_F_MAX_WRITE_TIME"}
+    | {n for n in L.INT_NAMES[L.POSIX] if "_STRIDE" in n or "_ACCESS" in n},
+    L.MPIIO: {"MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_HINTS", "MPIIO_MODE", "MPIIO_MAX_READ_TIME_SIZE",
+              "MPIIO_MAX_WRITE_TIME_SIZE", "MPIIO_F_CLOSE_START_TIMESTAMP", "MPIIO_F_OPEN_END_TIMESTAMP",
+              "MPIIO_F_MAX_READ_TIME", "MPIIO_F_MAX_WRITE_TIME"}
+    | {n for n in L.INT_NAMES[L.MPIIO] if "_ACCESS" in n},
+    L.STDIO: {"STDIO_FDOPENS", "STDIO_F_CLOSE_START_TIMESTAMP", "STDIO_F_OPEN_END_TIMESTAMP"},
+}
+
+# Darshan name -> sluice name where they differ only in name.
+RENAMED = {"POSIX_RENAME_SOURCES": "POSIX_RENAMES"}
+RENAMED.update({n: n.replace("_AGG_", "_") for n in L.INT_NAMES[L.MPIIO] if "_AGG_" in n})
+
+RANK_FIELDS = {n for m in L.INT_NAMES.values() for n in m if "_RANK" in n} | \
+    {n for m in L.FLOAT_NAMES.values() for n in m if "_RANK_" in n}
+
+
+def _sluice_name(darshan: str) -> str:
+    return RENAMED.get(darshan, darshan)
+
+
+def to_darshan(module: int, c: dict[str, float]) -> tuple[list[int], list[float]]:
+    """The integer and float counters of one Darshan record, in storage order,
+    from one side (app or fs) of a sluice record."""
+    unknown = UNKNOWN[module]
+
+    def value(name: str) -> float:
+        if name in unknown:
+            return -1
+        if name in RANK_FIELDS or name == "POSIX_RENAMED_FROM":
+            return 0
+        if name == "POSIX_OPENS":                 # Darshan counts a dup as an open
+            return c.get("POSIX_OPENS", 0) + c.get("POSIX_DUPS", 0)
+        if name == "MPIIO_INDEP_WRITES":          # write_shared and write_ordered are independent/collective
+            return c.get("MPIIO_INDEP_WRITES", 0) + c.get("MPIIO_SHARED_WRITES", 0)
+        v = c.get(_sluice_name(name), 0)
+        if "_MAX_BYTE_" in name and v < 0:        # Darshan: 0 when nothing was read or written
+            return 0
+        return v
+
+    ints = [int(value(n)) for n in L.INT_NAMES[module]]
+    floats = [float(value(n)) for n in L.FLOAT_NAMES[module]]
+    return ints, floats
+
+
+def dropped(module: int, c: dict[str, float]) -> dict[str, float]:
+    """The sluice counters of a record that no Darshan counter carries."""
+    module_prefix = SLUICE_MODULES[module] + "_"
+    carried = {_sluice_name(n) for n in L.INT_NAMES[module] + L.FLOAT_NAMES[module]}
+    carried |= {"POSIX_DUPS", "MPIIO_SHARED_WRITES"}
+    return {k: v for k, v in c.items() if k.startswith(module_prefix) and k not in carried}
+
+
+def visible(ints: list[int]) -> bool:
+    """Whether Darshan would have a record: some call it counts touched the file
+    (a path only made, removed or renamed over has none)."""
+    return any(v > 0 for v in ints)
+
+
+def to_sluice(module: int, counters: dict[str, float]) -> dict[str, float]:
+    """One Darshan record (counter name -> value) as sluice counters, the ones
+    both have; Darshan's unknowns (-1) read as 0, and its opens lose the dups."""
+    out: dict[str, float] = {}
+    for name, v in counters.items():
+        if name in _NOT_IN_SLUICE or name in UNKNOWN[module] or name not in _KNOWN[module]:
+            continue
+        if v < 0 and "_MAX_BYTE_" not in name:
+            v = 0
+        out[_sluice_name(name)] = v
+    if module == L.POSIX:
+        out["POSIX_OPENS"] = max(0, counters.get("POSIX_OPENS", 0) - max(0, counters.get("POSIX_DUPS", 0))
+                                 - max(0, counters.get("POSIX_FILENOS", 0)))
+    if module == L.MPIIO:                         # split collectives are collectives to sluice
+        for kind in ("READS", "WRITES"):
+            out[f"MPIIO_COLL_{kind}"] = out.get(f"MPIIO_COLL_{kind}", 0) + max(0, counters.get(f"MPIIO_SPLIT_{kind}", 0))
+    for kind in ("READ", "WRITTEN"):
+        prefix = SLUICE_MODULES[module]
+        mb = f"{prefix}_MAX_BYTE_{kind}"
+        if mb in out and out[mb] <= 0 and out.get(f"{prefix}_BYTES_{kind}", 0) == 0:
+            out[mb] = -1
+    return out
+
+
+_KNOWN = {m: set(L.INT_NAMES[m]) | set(L.FLOAT_NAMES[m]) for m in L.INT_NAMES}
+_NOT_IN_SLUICE = RANK_FIELDS | {"POSIX_RENAMED_FROM"}
+
+
+def sluice_names(module: int) -> tuple[list[str], list[str]]:
+    """The sluice counter names to_sluice() gives for a module: integers, floats."""
+    names = [_sluice_name(n) for n in L.INT_NAMES[module] + L.FLOAT_NAMES[module]
+             if n not in _NOT_IN_SLUICE and n not in UNKNOWN[module]]
+    return [n for n in names if "_F_" not in n], [n for n in names if "_F_" in n]
