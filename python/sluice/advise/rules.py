@@ -15,7 +15,7 @@ from posixpath import dirname
 
 from sluice.advise import thresholds as th
 from sluice.advise.fix import is_real
-from sluice.report.model import FileTotals, Job, combine
+from sluice.report.model import SHARED, FileTotals, Job, combine
 from sluice.report.text import human_bytes
 
 SMALL_BUCKETS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
@@ -741,6 +741,8 @@ def rank_imbalance(ctx: Context) -> list[Finding]:
     ranks = {pid: r for pid, r in ctx.rank.items() if r >= 0}
     if len(ranks) < 2:
         return []
+    if any(SHARED in l.info and l.records for l in ctx.job.logs):
+        return []       # a Darshan log reduced the shared files: their per-rank times are gone
     t: dict[int, float] = defaultdict(float)
     b: dict[int, float] = defaultdict(float)
     where: dict[int, dict[str, float]] = defaultdict(dict)

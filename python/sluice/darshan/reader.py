@@ -176,7 +176,8 @@ def _as_logs(p: Path, job: dict, exe: str, recs, fs_recs) -> list[Log]:
     md = job.get("metadata", {})
     nprocs = max(1, int(job.get("nprocs", 1)))
     start = int(job["start_time_sec"]) * 10**9 + int(job.get("start_time_nsec", 0))
-    end = max(start, int(job["end_time_sec"]) * 10**9 + int(job.get("end_time_nsec", 0)))
+    # the library's run time: logs before 3.41 keep whole seconds and count the last one
+    end = start + max(0, int(round(float(job.get("run_time", 0)) * 1e9)))
     info = {"job_id": md.get("sluice_job_id", str(job.get("jobid", ""))), "host": md.get("sluice_host", "?"),
             "exe": exe.split(" ", 1)[0], "cmdline": exe, "mode": md.get("sluice_mode", "darshan"),
             "version": f"darshan {job.get('log_ver', '?')}", "darshan_log": str(p)}
