@@ -46,25 +46,24 @@ def records(path: Path) -> tuple[darshan.DarshanReport, dict[str, dict[tuple[str
     return rep, out
 
 
-@pytest.fixture(scope="module")
-def known_mix(tmp_path_factory) -> tuple[Path, Path]:
-    """known_mix under sluice (profile mode): its logs and its workdir."""
-    base = tmp_path_factory.mktemp("known_mix")
+def run_job(factory, name: str, *cmd: str, env: dict | None = None) -> tuple[Path, Path]:
+    """`sluice run` (profile mode) of `cmd WORKDIR` in a fresh directory: its logs and its workdir."""
+    base = factory.mktemp(name)
     work, logs = base / "work", base / "logs"
     work.mkdir()
-    sluice("run", "--log-dir", str(logs), "--path", str(work), "--", bin_path("known_mix"), str(work))
+    sluice("run", "--log-dir", str(logs), "--path", str(work), "--", *cmd, str(work), env=env)
     return logs, work
+
+
+@pytest.fixture(scope="module")
+def known_mix(tmp_path_factory) -> tuple[Path, Path]:
+    return run_job(tmp_path_factory, "known_mix", bin_path("known_mix"))
 
 
 @pytest.fixture(scope="module")
 def mpiio_job(tmp_path_factory) -> tuple[Path, Path]:
-    """mpiio_known on 4 ranks under sluice (profile mode)."""
-    base = tmp_path_factory.mktemp("mpiio")
-    work, logs = base / "work", base / "logs"
-    work.mkdir()
-    sluice("run", "--log-dir", str(logs), "--path", str(work), "--", *MPIRUN, bin_path("mpiio_known"), str(work),
-           env=MPI_ENV)
-    return logs, work
+    """mpiio_known on 4 ranks."""
+    return run_job(tmp_path_factory, "mpiio", *MPIRUN, bin_path("mpiio_known"), env=MPI_ENV)
 
 
 def test_counter_names_are_libdarshan_utils():
@@ -145,6 +144,17 @@ def test_a_dup_is_an_open_and_buffering_shows_in_the_fs_log(tmp_path):
         for k in ("POSIX_OPENS", "POSIX_DUPS", "POSIX_WRITES", "POSIX_BYTES_WRITTEN", "POSIX_SIZE_WRITE_100_1K",
                   "POSIX_SIZE_WRITE_10K_100K"):
             assert theirs[side][k] == mine[side][k], (side, k)
+
+
+def test_processes_without_mpi_are_ranks_in_start_order(tmp_path_factory, tmp_path):
+    logs, work = run_job(tmp_path_factory, "fork", bin_path("forkexec"), "fork")
+    app, _ = export(logs, tmp_path / "out")
+    rep, recs = records(app)
+    assert rep.metadata["job"]["nprocs"] == 2
+    # the parent started first
+    assert sorted(recs["POSIX"]) == [(str(work / "child.dat"), 1), (str(work / "parent.dat"), 0)]
+    assert recs["POSIX"][(str(work / "parent.dat"), 0)]["POSIX_WRITES"] == 3
+    assert recs["POSIX"][(str(work / "child.dat"), 1)]["POSIX_WRITES"] == 5
 
 
 MPIIO_APP = {"MPIIO_COLL_OPENS": 4, "MPIIO_INDEP_OPENS": 0, "MPIIO_INDEP_WRITES": 12, "MPIIO_COLL_WRITES": 4,
