@@ -32,15 +32,22 @@ struct sluice_acb_hints {
     int64_t stripe_size;   /* bytes per file domain unit (the file system's stripe) */
     int64_t write_size;    /* largest write an aggregator issues; writes end on multiples of it */
     int64_t max_memory;    /* pending bytes a rank may hold per file before it stops aggregating */
+    int64_t direct_size;   /* the cost model's unit: writes this large go straight through */
+    int64_t buffer_size;   /* bytes an aggregator receives per round of a flush (cb_buffer_size) */
 };
 
 #define SLUICE_ACB_DEFAULT_STRIPE (1 << 20)
 #define SLUICE_ACB_DEFAULT_WRITE (16 << 20)
 #define SLUICE_ACB_DEFAULT_MEMORY ((int64_t)1 << 30)
+/* Below 64 KiB the cost of a call dominates a write on every file system
+ * measured (tmpfs, ext4, MooseFS; docs/benchmarks.md "IOR-style"). */
+#define SLUICE_ACB_DEFAULT_DIRECT (64 << 10)
+#define SLUICE_ACB_DEFAULT_BUFFER (16 << 20)   /* ROMIO's cb_buffer_size */
 
 /* Defaults for every field still 0, then overrides from info (may be
  * MPI_INFO_NULL): cb_nodes / sluice_acb_aggregators, striping_unit /
- * sluice_acb_stripe_size, sluice_acb_write_size, sluice_acb_max_memory. */
+ * sluice_acb_stripe_size, sluice_acb_write_size, sluice_acb_max_memory,
+ * sluice_acb_direct_size, cb_buffer_size. */
 void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info);
 
 /* One pending write. */
@@ -82,6 +89,10 @@ int sluice_acb_pending_overlaps(const struct sluice_acb_pending *p, int64_t off,
  * extents are disjoint and ascending. 0 or -ENOMEM. */
 int sluice_acb_pending_normalize(struct sluice_acb_pending *p);
 
+/* Sort by offset, then program order, keeping every extent (overlaps
+ * stay for the receiving aggregator to resolve by epoch). */
+void sluice_acb_pending_sort(struct sluice_acb_pending *p);
+
 /* 1 if every pending write carries the same epoch (normalising then loses
  * nothing another rank's writes are ordered against). */
 int sluice_acb_pending_one_epoch(const struct sluice_acb_pending *p);
@@ -99,10 +110,16 @@ struct sluice_acb_writer {
 struct sluice_acb_stats {
     int64_t writes;                /* writes this rank issued */
     int64_t bytes;                 /* bytes they carried */
+    int64_t rounds;                /* exchange rounds (each at most buffer_size per aggregator) */
+    int own;                       /* the flush exchanged nothing: every rank wrote its own data */
 };
 
 /* Collective over comm: exchange every rank's pending writes and let the
- * aggregators write them; the pending list is empty afterwards. Where the
+ * aggregators write them, in rounds of at most buffer_size bytes per
+ * aggregator; the pending list is empty afterwards. When every rank's
+ * pending data already forms runs of direct_size or more (sequential
+ * per-rank regions), all in one epoch, each rank writes its own instead
+ * (st->own), with no exchange. Where the
  * writes of different ranks overlap, the larger epoch wins, then the higher
  * rank; a rank's own later write beats its earlier one. Returns
  * MPI_SUCCESS on every rank, or the same MPI error code on every rank when

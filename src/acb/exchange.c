@@ -1,15 +1,23 @@
 /*
- * The aggregated collective exchange (see acb.h), in five collective steps
- * over the file's communicator:
- *   1. allreduce: the byte range written by anyone, and whether anyone failed;
+ * The aggregated collective exchange (see acb.h), collective over the
+ * file's communicator:
+ *   1. allreduce: the byte range written by anyone, whether anyone failed,
+ *      and whether every rank's data already forms large runs in one epoch
+ *      (then each rank writes its own: the cost model, cost.h);
  *   2. (default aggregator count only) the number of nodes;
- *   3. alltoall: how many extents and bytes each rank sends each aggregator;
- *   4. alltoallv twice: the (offset, length, epoch) headers, then the data;
- *   5. after the aggregators' writes, allreduce of the result, which is also
- *      the barrier that makes the data visible to every rank.
- * MPI counts are ints: a flush that would move 2 GiB or more between two
- * ranks (or through one rank) is done instead by every rank writing its own
- * data (sluice_acb_write_own), decided collectively in step 3.
+ *   3. rounds, each over one window of the file in which every aggregator
+ *      owns at most buffer_size bytes (cb_buffer_size): allreduce of the
+ *      next window anyone has data in, alltoall of the pieces and bytes each
+ *      rank sends each aggregator, allreduce that all buffers were had,
+ *      alltoallv of the (offset, length, epoch, sequence) headers, and one
+ *      alltoallw of the data: sent straight from the pending writes and, when
+ *      the pieces an aggregator receives do not overlap, received straight
+ *      to their places in its round buffer, which it then writes as it is;
+ *   4. after the last round, allreduce of the result, which is also the
+ *      barrier that makes the data visible to every rank.
+ * A window is at most 1 GiB, so every MPI count fits an int; with more
+ * aggregators than that allows, or when buffers cannot be had, every rank
+ * writes its own data (sluice_acb_write_own) instead.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +27,7 @@
 #include <time.h>
 
 #include "acb/acb.h"
+#include "acb/cost.h"
 #include "acb/plan.h"
 
 /* SLUICE_ACB_TIMING set: every rank prints where its flushes' time went,
@@ -57,7 +66,7 @@ static void clock_mark(struct flush_clock *c, enum flush_phase phase)
 }
 
 static void clock_print(const struct flush_clock *c, MPI_Comm comm, int naggs, int64_t sent, int64_t received,
-                        const struct sluice_acb_stats *st, int64_t writes_before)
+                        const struct sluice_acb_stats *st, int64_t writes_before, int64_t rounds_before)
 {
     char line[512];
     int rank, len;
@@ -66,8 +75,9 @@ static void clock_print(const struct flush_clock *c, MPI_Comm comm, int naggs, i
     if (!c->on)
         return;
     SLUICE_PMPI(Comm_rank)(comm, &rank);
-    len = snprintf(line, sizeof line, "sluice-acb: rank %d aggregators %d sent %lld received %lld writes %lld", rank,
-                   naggs, (long long)sent, (long long)received, (long long)(st->writes - writes_before));
+    len = snprintf(line, sizeof line, "sluice-acb: rank %d aggregators %d rounds %lld%s sent %lld received %lld writes %lld",
+                   rank, naggs, (long long)(st->rounds - rounds_before), st->own ? " own" : "", (long long)sent,
+                   (long long)received, (long long)(st->writes - writes_before));
     for (int i = 0; i < PHASE_COUNT && len < (int)sizeof line; i++) {
         total += c->spent[i];
         len += snprintf(line + len, sizeof line - (size_t)len, " %s %.4f", phase_names[i], c->spent[i]);
@@ -150,40 +160,6 @@ static int count_nodes(MPI_Comm comm)
     return nodes > 0 ? (int)nodes : 1;
 }
 
-static void count_pieces(const struct sluice_acb_pending *p, const struct sluice_acb_plan *pl, int64_t *counts)
-{
-    for (size_t i = 0; i < p->n; i++) {
-        int64_t off = p->ext[i].off, end = off + p->ext[i].len;
-        while (off < end) {
-            int64_t pend = sluice_acb_plan_piece_end(pl, off, end);
-            int dest = sluice_acb_plan_agg_rank(pl, sluice_acb_plan_owner(pl, off));
-            counts[2 * dest]++;
-            counts[2 * dest + 1] += pend - off;
-            off = pend;
-        }
-    }
-}
-
-/* Fill the send buffers in destination order; a piece's header is
- * (offset, length, epoch). */
-static void pack_pieces(const struct sluice_acb_pending *p, const struct sluice_acb_plan *pl, int64_t *hdr,
-                        int *hdr_pos, unsigned char *data, int *data_pos)
-{
-    for (size_t i = 0; i < p->n; i++) {
-        int64_t off = p->ext[i].off, end = off + p->ext[i].len;
-        while (off < end) {
-            int64_t pend = sluice_acb_plan_piece_end(pl, off, end);
-            int dest = sluice_acb_plan_agg_rank(pl, sluice_acb_plan_owner(pl, off));
-            hdr[hdr_pos[dest]++] = off;
-            hdr[hdr_pos[dest]++] = pend - off;
-            hdr[hdr_pos[dest]++] = (int64_t)p->ext[i].epoch;
-            memcpy(data + data_pos[dest], p->ext[i].data + (off - p->ext[i].off), (size_t)(pend - off));
-            data_pos[dest] += (int)(pend - off);
-            off = pend;
-        }
-    }
-}
-
 /* counts (int64) to MPI's int counts and displacements; -1 if any sum or
  * count does not fit an int. */
 static int to_int_counts(const int64_t *counts, int stride_index, int64_t scale, int nprocs, int *cnt, int *displ)
@@ -201,76 +177,423 @@ static int to_int_counts(const int64_t *counts, int stride_index, int64_t scale,
     return 0;
 }
 
-struct received_piece {
-    int64_t off, len, epoch, pos;   /* pos: where the data is in the receive buffer */
-    int src, index;
+#define HDR 4                      /* int64s per piece header: offset, length, epoch, sequence */
+#define MAX_WINDOW ((int64_t)1 << 30)
+
+/* The rounds of one flush: round k covers the file window
+ * [k * window, (k + 1) * window), in which each aggregator owns `spr`
+ * stripes (at most buffer_size bytes). */
+struct rounds {
+    struct sluice_acb_plan pl;
+    int64_t spr, window;
 };
 
-static int by_epoch_src_index(const void *a, const void *b)
+/* Where byte off lands in its aggregator's round buffer. */
+static int64_t round_pos(const struct rounds *rd, int64_t off)
+{
+    int64_t s = off / rd->pl.stripe;
+    return (s / rd->pl.naggs % rd->spr) * rd->pl.stripe + off % rd->pl.stripe;
+}
+
+/* Call fn for each piece of p's extents (sorted by offset) from first on
+ * that lies in [wstart, wend), cut where the owning aggregator changes. */
+typedef void (*piece_fn)(void *ctx, int dest, const struct sluice_acb_extent *e, int64_t off, int64_t len);
+
+static void for_each_piece(const struct sluice_acb_pending *p, size_t first, const struct rounds *rd, int64_t wstart,
+                           piece_fn fn, void *ctx)
+{
+    int64_t wend = wstart + rd->window;
+
+    for (size_t i = first; i < p->n && p->ext[i].off < wend; i++) {
+        const struct sluice_acb_extent *e = &p->ext[i];
+        int64_t off = e->off > wstart ? e->off : wstart;
+        int64_t end = e->off + e->len < wend ? e->off + e->len : wend;
+        while (off < end) {
+            int64_t pend = sluice_acb_plan_piece_end(&rd->pl, off, end);
+            fn(ctx, sluice_acb_plan_agg_rank(&rd->pl, sluice_acb_plan_owner(&rd->pl, off)), e, off, pend - off);
+            off = pend;
+        }
+    }
+}
+
+static void count_piece(void *ctx, int dest, const struct sluice_acb_extent *e, int64_t off, int64_t len)
+{
+    int64_t *counts = ctx;
+    (void)e;
+    (void)off;
+    counts[2 * dest]++;
+    counts[2 * dest + 1] += len;
+}
+
+/* One round's send side: the headers, and the blocks of pending data each
+ * destination gets (the data is sent from where it is). */
+struct send_side {
+    int64_t *hdr;
+    int *hpos;                     /* next header slot per destination */
+    int *blen, *bpos;              /* block lengths, next block per destination */
+    MPI_Aint *addr;
+};
+
+static void fill_piece(void *ctx, int dest, const struct sluice_acb_extent *e, int64_t off, int64_t len)
+{
+    struct send_side *s = ctx;
+    int64_t *h = s->hdr + s->hpos[dest];
+
+    h[0] = off, h[1] = len, h[2] = (int64_t)e->epoch, h[3] = (int64_t)e->seq;
+    s->hpos[dest] += HDR;
+    s->blen[s->bpos[dest]] = (int)len;
+    s->addr[s->bpos[dest]++] = (MPI_Aint)(uintptr_t)(e->data + (off - e->off));
+}
+
+struct received_piece {
+    int64_t off, len, epoch, seq, pos;   /* pos: where the data is in the contiguous receive buffer */
+    int src;
+};
+
+static int by_offset(const void *a, const void *b)
+{
+    const struct received_piece *x = a, *y = b;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+static int by_epoch_src_seq(const void *a, const void *b)
 {
     const struct received_piece *x = a, *y = b;
     if (x->epoch != y->epoch)
         return x->epoch < y->epoch ? -1 : 1;
     if (x->src != y->src)
         return x->src < y->src ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
+    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* The received pieces into recv in the order in which they win on overlap
  * (recv's sequence numbers): by epoch, then source rank (the higher rank
- * wins), then the source's own order. */
-static int add_received(struct sluice_acb_pending *recv, const int64_t *rhdr, const int *rhc, const int *rhd,
-                        const unsigned char *rdata, const int *rdd, int nprocs)
+ * wins), then the source's program order. */
+static int add_received(struct sluice_acb_pending *recv, struct received_piece *pieces, size_t n,
+                        const unsigned char *rdata)
 {
-    size_t n = 0, k = 0;
-    struct received_piece *pieces;
+    qsort(pieces, n, sizeof *pieces, by_epoch_src_seq);
+    for (size_t k = 0; k < n; k++)
+        if (sluice_acb_pending_add_ref(recv, pieces[k].off, pieces[k].len, rdata + pieces[k].pos) != 0)
+            return MPI_ERR_NO_MEM;
+    return MPI_SUCCESS;
+}
+
+/* Write the disjoint pieces (sorted by offset) that were received to their
+ * places in buf: runs of touching pieces, straight from the buffer. */
+static int write_in_place(const struct rounds *rd, const struct received_piece *pc, size_t n, const unsigned char *buf,
+                          int64_t write_size, const struct sluice_acb_writer *w, struct sluice_acb_stats *st)
+{
     int rc = MPI_SUCCESS;
 
-    for (int src = 0; src < nprocs; src++)
-        n += (size_t)rhc[src] / 3;
-    if (n == 0)
-        return MPI_SUCCESS;
-    if ((pieces = malloc(n * sizeof *pieces)) == NULL)
-        return MPI_ERR_NO_MEM;
-    for (int src = 0; src < nprocs; src++) {
-        const int64_t *hd = rhdr + rhd[src];
-        int64_t pos = rdd[src];
-        for (int x = 0; x < rhc[src]; x += 3, k++) {
-            pieces[k] = (struct received_piece){hd[x], hd[x + 1], hd[x + 2], pos, src, x};
-            pos += hd[x + 1];
+    for (size_t i = 0, j; i < n && rc == MPI_SUCCESS; i = j) {
+        int64_t pos = pc[i].off, end = pc[i].off + pc[i].len;
+        for (j = i + 1; j < n && pc[j].off == end; j++)
+            end += pc[j].len;
+        while (pos < end && rc == MPI_SUCCESS) {
+            int64_t wend = sluice_acb_plan_write_end(write_size, pos, end);
+            rc = w->write_at(w->ctx, pos, buf + round_pos(rd, pos), wend - pos);
+            if (rc == MPI_SUCCESS) {
+                st->writes++;
+                st->bytes += wend - pos;
+            }
+            pos = wend;
         }
     }
-    qsort(pieces, n, sizeof *pieces, by_epoch_src_index);
-    for (k = 0; k < n && rc == MPI_SUCCESS; k++)
-        if (sluice_acb_pending_add_ref(recv, pieces[k].off, pieces[k].len, rdata + pieces[k].pos) != 0)
-            rc = MPI_ERR_NO_MEM;
-    free(pieces);
+    return rc;
+}
+
+/* A hindexed type over blocks, or MPI_BYTE for none. */
+static int block_type(int n, const int *blen, const MPI_Aint *addr, MPI_Datatype *t)
+{
+    *t = SLUICE_MPI_BYTE;
+    if (n == 0)
+        return MPI_SUCCESS;
+    if (SLUICE_PMPI(Type_create_hindexed)(n, blen, addr, SLUICE_MPI_BYTE, t) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    return SLUICE_PMPI(Type_commit)(t);
+}
+
+static void free_types(MPI_Datatype *t, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (t[r] != SLUICE_MPI_BYTE)
+            SLUICE_PMPI(Type_free)(&t[r]);
+}
+
+/* Per-flush state of the rounds. */
+struct flush {
+    struct sluice_acb_pending *p;
+    MPI_Comm comm;
+    int nprocs, rank;
+    const struct sluice_acb_hints *h;
+    const struct sluice_acb_writer *w;
+    struct sluice_acb_stats *st;
+    struct rounds rd;
+    struct flush_clock *clock;
+    unsigned char *rbuf;           /* an aggregator's round buffer, buffer_size bytes */
+    int64_t *counts;               /* 4 * nprocs: sent then received (pieces, bytes) per rank */
+    int *ints;                     /* 8 * nprocs */
+    MPI_Datatype *types;           /* 2 * nprocs */
+    int64_t sent, received;
+};
+
+/* The aggregator's side of a round, once the headers are in: receive (in
+ * place when the pieces are disjoint) and write. rdata: a contiguous
+ * buffer for overlapping pieces. */
+static int receive_and_write(struct flush *fl, const int64_t *rhdr, const int *rhc, const int *rhd, const int *rdc,
+                             const int *rdd, unsigned char *rdata, int *scnt, MPI_Datatype *stypes, int rc)
+{
+    int nprocs = fl->nprocs, *rcnt = fl->ints + 6 * nprocs, *zero = fl->ints + 7 * nprocs;
+    MPI_Datatype *rtypes = fl->types + nprocs;
+    size_t n = 0, k = 0;
+    struct received_piece *pc;
+    int disjoint = 1, *blen = NULL;
+    MPI_Aint *addr = NULL;
+    void *rbase = MPI_BOTTOM;
+
+    for (int src = 0; src < nprocs; src++)
+        n += (size_t)rhc[src] / HDR;
+    pc = malloc((n ? n : 1) * sizeof *pc);
+    blen = malloc((n ? n : 1) * sizeof *blen);
+    addr = malloc((n ? n : 1) * sizeof *addr);
+    if (!pc || !blen || !addr)
+        rc = MPI_ERR_NO_MEM;   /* the data still moves: into rdata, unused */
+    for (int src = 0; src < nprocs && pc; src++) {
+        int64_t pos = rdd[src];
+        for (int x = rhd[src]; x < rhd[src] + rhc[src]; x += HDR, k++) {
+            pc[k] = (struct received_piece){rhdr[x], rhdr[x + 1], rhdr[x + 2], rhdr[x + 3], pos, src};
+            pos += rhdr[x + 1];
+        }
+    }
+    if (pc && n) {
+        /* In place: each piece's block at its place in the round buffer. */
+        for (k = 0; k < n; k++) {
+            blen[k] = (int)pc[k].len;
+            addr[k] = (MPI_Aint)(uintptr_t)(fl->rbuf + round_pos(&fl->rd, pc[k].off));
+        }
+        qsort(pc, n, sizeof *pc, by_offset);
+        for (k = 1; k < n && disjoint; k++)
+            disjoint = pc[k].off >= pc[k - 1].off + pc[k - 1].len;
+    }
+    for (int src = 0, b = 0; src < nprocs; src++) {
+        int nb = rhc[src] / HDR;
+        rcnt[src] = rdc[src];
+        rtypes[src] = SLUICE_MPI_BYTE;
+        if (disjoint && pc && rc == MPI_SUCCESS) {
+            rcnt[src] = nb ? 1 : 0;
+            if (block_type(nb, blen + b, addr + b, &rtypes[src]) != MPI_SUCCESS)
+                rc = MPI_ERR_TYPE;
+        }
+        b += nb;
+    }
+    if (!disjoint || !pc || rc != MPI_SUCCESS) {
+        free_types(rtypes, nprocs);
+        for (int src = 0; src < nprocs; src++)
+            rcnt[src] = rdc[src], rtypes[src] = SLUICE_MPI_BYTE;
+        rbase = rdata;
+    }
+    memset(zero, 0, (size_t)nprocs * sizeof *zero);
+    clock_mark(fl->clock, PHASE_SORT);
+    SLUICE_PMPI(Alltoallw)(MPI_BOTTOM, scnt, zero, stypes, rbase, rcnt,
+                           rbase == rdata ? rdd : zero, rtypes, fl->comm);
+    clock_mark(fl->clock, PHASE_DATA);
+    free_types(rtypes, nprocs);
+    if (rc == MPI_SUCCESS && n) {
+        if (rbase != rdata) {
+            rc = write_in_place(&fl->rd, pc, n, fl->rbuf, fl->h->write_size, fl->w, fl->st);
+        } else {
+            struct sluice_acb_pending recv = {0};
+            rc = add_received(&recv, pc, n, rdata);
+            if (rc == MPI_SUCCESS && sluice_acb_pending_normalize(&recv) != 0)
+                rc = MPI_ERR_NO_MEM;
+            if (rc == MPI_SUCCESS)
+                rc = write_runs(&recv, fl->h->write_size, fl->w, fl->st);
+            sluice_acb_pending_clear(&recv);
+        }
+    }
+    clock_mark(fl->clock, PHASE_WRITE);
+    free(pc);
+    free(blen);
+    free(addr);
+    return rc;
+}
+
+/* One round over the window starting at wstart. Returns -1 when some rank
+ * could not get its buffers (every rank then writes its own data from this
+ * window on), else the round's MPI result on this rank. */
+static int run_round(struct flush *fl, size_t first, int64_t wstart)
+{
+    int nprocs = fl->nprocs, *ints = fl->ints;
+    int64_t *scounts = fl->counts, *rcounts = fl->counts + 2 * nprocs, ok, all_ok, rsum = 0;
+    int *shc = ints, *shd = ints + nprocs, *rhc = ints + 2 * nprocs, *rhd = ints + 3 * nprocs;
+    int *rdc = ints + 4 * nprocs, *rdd = ints + 5 * nprocs;
+    int *scnt = NULL, *hpos = NULL, *bpos = NULL;
+    MPI_Datatype *stypes = fl->types;
+    struct send_side ss = {0};
+    int64_t *rhdr = NULL;
+    unsigned char *rdata = NULL;
+    int64_t nsend = 0, nrecv = 0;
+    int rc = MPI_SUCCESS;
+
+    memset(scounts, 0, (size_t)nprocs * 2 * sizeof *scounts);
+    for_each_piece(fl->p, first, &fl->rd, wstart, count_piece, scounts);
+    SLUICE_PMPI(Alltoall)(scounts, 2, SLUICE_MPI_INT64, rcounts, 2, SLUICE_MPI_INT64, fl->comm);
+    ok = to_int_counts(scounts, 0, HDR, nprocs, shc, shd) == 0 && to_int_counts(rcounts, 0, HDR, nprocs, rhc, rhd) == 0 &&
+         to_int_counts(rcounts, 1, 1, nprocs, rdc, rdd) == 0;
+    for (int r = 0; r < nprocs; r++) {
+        nsend += scounts[2 * r];
+        nrecv += rcounts[2 * r];
+        rsum += rcounts[2 * r + 1];
+    }
+    if (ok) {
+        ss.hdr = malloc((size_t)(nsend ? nsend : 1) * HDR * sizeof *ss.hdr);
+        ss.blen = malloc((size_t)(nsend ? nsend : 1) * sizeof *ss.blen);
+        ss.addr = malloc((size_t)(nsend ? nsend : 1) * sizeof *ss.addr);
+        scnt = malloc((size_t)nprocs * 3 * sizeof *scnt);
+        rhdr = malloc((size_t)(nrecv ? nrecv : 1) * HDR * sizeof *rhdr);
+        /* Overlapping pieces arrive in a contiguous buffer: the round
+         * buffer when they fit it, else one of their size. */
+        if (nrecv && !fl->rbuf)
+            fl->rbuf = malloc((size_t)fl->h->buffer_size);
+        rdata = rsum > fl->h->buffer_size ? malloc((size_t)rsum) : fl->rbuf;
+        ok = ss.hdr && ss.blen && ss.addr && scnt && rhdr && (!nrecv || (fl->rbuf && rdata));
+    }
+    SLUICE_PMPI(Allreduce)(&ok, &all_ok, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, fl->comm);
+    clock_mark(fl->clock, PHASE_PLAN);
+    if (!all_ok) {
+        rc = -1;
+        goto out;
+    }
+    hpos = scnt + nprocs;
+    bpos = scnt + 2 * nprocs;
+    memcpy(hpos, shd, (size_t)nprocs * sizeof *hpos);
+    for (int r = 0, b = 0; r < nprocs; r++) {
+        bpos[r] = b;
+        b += (int)scounts[2 * r];
+    }
+    ss.hpos = hpos;
+    ss.bpos = bpos;
+    for_each_piece(fl->p, first, &fl->rd, wstart, fill_piece, &ss);
+    for (int r = 0, b = 0; r < nprocs; r++) {
+        scnt[r] = scounts[2 * r] ? 1 : 0;
+        if (block_type((int)scounts[2 * r], ss.blen + b, ss.addr + b, &stypes[r]) != MPI_SUCCESS) {
+            rc = MPI_ERR_TYPE;   /* sends nothing to r; the agreement reports it */
+            scnt[r] = 0;
+        }
+        b += (int)scounts[2 * r];
+        fl->sent += scounts[2 * r + 1];
+    }
+    fl->received += rsum;
+    clock_mark(fl->clock, PHASE_PACK);
+    SLUICE_PMPI(Alltoallv)(ss.hdr, shc, shd, SLUICE_MPI_INT64, rhdr, rhc, rhd, SLUICE_MPI_INT64, fl->comm);
+    clock_mark(fl->clock, PHASE_HEADERS);
+    rc = receive_and_write(fl, rhdr, rhc, rhd, rdc, rdd, rdata, scnt, stypes, rc);
+    free_types(stypes, nprocs);
+    fl->st->rounds++;
+out:
+    free(ss.hdr);
+    free(ss.blen);
+    free(ss.addr);
+    free(scnt);
+    free(rhdr);
+    if (rdata != fl->rbuf)
+        free(rdata);
+    return rc;
+}
+
+/* The first window at or after from in which this rank has data, as a
+ * window start; INT64_MAX when none. */
+static int64_t next_window(const struct sluice_acb_pending *p, size_t first, int64_t from, int64_t window)
+{
+    int64_t best = INT64_MAX;
+
+    for (size_t i = first; i < p->n; i++) {
+        const struct sluice_acb_extent *e = &p->ext[i];
+        int64_t at = e->off > from ? e->off : from;
+        if (e->off + e->len > from && at / window * window < best)
+            best = at / window * window;
+        if (e->off >= from)
+            break;   /* later extents start later still */
+    }
+    return best;
+}
+
+/* Keep only what p holds at or after offset from. */
+static void drop_before(struct sluice_acb_pending *p, int64_t from)
+{
+    size_t out = 0;
+
+    p->bytes = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        struct sluice_acb_extent e = p->ext[i];
+        if (e.off + e.len <= from)
+            continue;
+        if (e.off < from) {
+            e.data += from - e.off;
+            e.len -= from - e.off;
+            e.off = from;
+        }
+        p->ext[out++] = e;
+        p->bytes += e.len;
+    }
+    p->n = out;
+}
+
+static int first_error_of(int a, int b)
+{
+    return a != MPI_SUCCESS ? a : b;
+}
+
+/* The rounds, until no rank has data left. */
+static int run_rounds(struct flush *fl)
+{
+    int64_t from = INT64_MIN, mine, next;
+    size_t first = 0;
+    int rc = MPI_SUCCESS;
+
+    sluice_acb_pending_sort(fl->p);
+    for (;;) {
+        mine = next_window(fl->p, first, from, fl->rd.window);
+        SLUICE_PMPI(Allreduce)(&mine, &next, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, fl->comm);
+        if (next == INT64_MAX)
+            break;
+        int r = run_round(fl, first, next);
+        if (r == -1) {
+            /* Buffers could not be had somewhere: from this window on,
+             * every rank writes its own data. */
+            drop_before(fl->p, next);
+            return first_error_of(rc, sluice_acb_write_own(fl->p, fl->h, fl->w, fl->st));
+        }
+        rc = first_error_of(rc, r);
+        from = next + fl->rd.window;
+        while (first < fl->p->n && fl->p->ext[first].off + fl->p->ext[first].len <= from)
+            first++;
+    }
     return rc;
 }
 
 int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struct sluice_acb_hints *h,
-                     const struct sluice_acb_writer *w, struct sluice_acb_stats *st)
+                        const struct sluice_acb_writer *w, struct sluice_acb_stats *st)
 {
-    struct sluice_acb_plan pl = {.stripe = h->stripe_size};
-    struct sluice_acb_pending recv = {0};
-    int64_t local[3], global[3], fits, all_fit, rc64, rc_all;
-    int64_t *scounts, *rcounts, *shdr = NULL, *rhdr = NULL;
-    unsigned char *sdata = NULL, *rdata = NULL;
-    int *ints, *shc, *shd, *rhc, *rhd, *sdc, *sdd, *rdc, *rdd, *hpos, *dpos;
-    int nprocs, rc = MPI_SUCCESS;
     struct flush_clock clock = {0};
-    int64_t sent = 0, received = 0, writes_before = st->writes;
+    struct flush fl = {.p = p, .comm = comm, .h = h, .w = w, .st = st, .clock = &clock};
+    int64_t local[6], global[6], rc64, rc_all, writes_before = st->writes, rounds_before = st->rounds;
+    int rc = MPI_SUCCESS, one_epoch;
 
     clock_start(&clock);
-    SLUICE_PMPI(Comm_size)(comm, &nprocs);
-    scounts = calloc((size_t)nprocs * 4, sizeof *scounts);
-    rcounts = scounts ? scounts + 2 * nprocs : NULL;
-    ints = calloc((size_t)nprocs * 10, sizeof *ints);
+    st->own = 0;
+    SLUICE_PMPI(Comm_size)(comm, &fl.nprocs);
+    SLUICE_PMPI(Comm_rank)(comm, &fl.rank);
+    fl.counts = calloc((size_t)fl.nprocs * 4, sizeof *fl.counts);
+    fl.ints = calloc((size_t)fl.nprocs * 8, sizeof *fl.ints);
+    fl.types = calloc((size_t)fl.nprocs * 2, sizeof *fl.types);
     /* Resolving this rank's own overlaps first sends less, but a merged
      * extent has one epoch: only when all of them share it. */
-    if (!scounts || !ints || (sluice_acb_pending_one_epoch(p) && sluice_acb_pending_normalize(p) != 0))
+    one_epoch = sluice_acb_pending_one_epoch(p);
+    if (!fl.counts || !fl.ints || !fl.types || (one_epoch && sluice_acb_pending_normalize(p) != 0))
         rc = MPI_ERR_NO_MEM;
-    local[0] = local[1] = INT64_MAX;
+    local[0] = local[1] = local[4] = local[5] = INT64_MAX;
     for (size_t i = 0; i < p->n; i++) {
         if (p->ext[i].off < local[0])
             local[0] = p->ext[i].off;
@@ -278,7 +601,13 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
             local[1] = -(p->ext[i].off + p->ext[i].len);
     }
     local[2] = rc == MPI_SUCCESS ? 0 : -1;
-    SLUICE_PMPI(Allreduce)(local, global, 3, SLUICE_MPI_INT64, SLUICE_MPI_MIN, comm);
+    /* The cost model: this rank's data already forms large runs. */
+    local[3] = one_epoch && sluice_acb_cost_runs_large(p, h->direct_size) ? 0 : -1;
+    if (p->n) {
+        local[4] = (int64_t)p->ext[0].epoch;
+        local[5] = -(int64_t)p->ext[0].epoch;
+    }
+    SLUICE_PMPI(Allreduce)(local, global, 6, SLUICE_MPI_INT64, SLUICE_MPI_MIN, comm);
     if (global[2] != 0) {
         /* Someone is out of memory already: every rank writes its own data. */
         rc = sluice_acb_write_own(p, h, w, st);
@@ -286,68 +615,37 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     }
     if (global[0] == INT64_MAX)
         goto agree;   /* nothing pending anywhere */
-
-    pl.nprocs = nprocs;
-    pl.naggs = sluice_acb_plan_naggs(h->aggregators, h->aggregators > 0 ? 1 : count_nodes(comm), nprocs,
-                                     global[0], -global[1], pl.stripe);
-    count_pieces(p, &pl, scounts);
-    SLUICE_PMPI(Alltoall)(scounts, 2, SLUICE_MPI_INT64, rcounts, 2, SLUICE_MPI_INT64, comm);
-    shc = ints, shd = ints + nprocs, rhc = ints + 2 * nprocs, rhd = ints + 3 * nprocs;
-    sdc = ints + 4 * nprocs, sdd = ints + 5 * nprocs, rdc = ints + 6 * nprocs, rdd = ints + 7 * nprocs;
-    hpos = ints + 8 * nprocs, dpos = ints + 9 * nprocs;
-    fits = to_int_counts(scounts, 0, 3, nprocs, shc, shd) == 0 && to_int_counts(rcounts, 0, 3, nprocs, rhc, rhd) == 0 &&
-           to_int_counts(scounts, 1, 1, nprocs, sdc, sdd) == 0 && to_int_counts(rcounts, 1, 1, nprocs, rdc, rdd) == 0;
-    if (fits) {
-        int64_t nsh = (int64_t)shd[nprocs - 1] + shc[nprocs - 1], nrh = (int64_t)rhd[nprocs - 1] + rhc[nprocs - 1];
-        int64_t nsd = (int64_t)sdd[nprocs - 1] + sdc[nprocs - 1], nrd = (int64_t)rdd[nprocs - 1] + rdc[nprocs - 1];
-        shdr = malloc((size_t)(nsh ? nsh : 1) * sizeof *shdr);
-        rhdr = malloc((size_t)(nrh ? nrh : 1) * sizeof *rhdr);
-        sdata = malloc((size_t)(nsd ? nsd : 1));
-        rdata = malloc((size_t)(nrd ? nrd : 1));
-        fits = shdr && rhdr && sdata && rdata;
-    }
-    SLUICE_PMPI(Allreduce)(&fits, &all_fit, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, comm);
-    if (!all_fit) {
+    if (global[3] == 0 && global[4] == -global[5]) {
+        /* Every rank's data is in large runs, all of one epoch: an exchange
+         * would only copy it. Each rank writes its own. */
+        st->own = 1;
         rc = sluice_acb_write_own(p, h, w, st);
         goto agree;
     }
-    sent = (int64_t)sdd[nprocs - 1] + sdc[nprocs - 1];
-    received = (int64_t)rdd[nprocs - 1] + rdc[nprocs - 1];
-    clock_mark(&clock, PHASE_PLAN);
-    memcpy(hpos, shd, (size_t)nprocs * sizeof *hpos);
-    memcpy(dpos, sdd, (size_t)nprocs * sizeof *dpos);
-    pack_pieces(p, &pl, shdr, hpos, sdata, dpos);
-    sluice_acb_pending_clear(p);
-    clock_mark(&clock, PHASE_PACK);
-    SLUICE_PMPI(Alltoallv)(shdr, shc, shd, SLUICE_MPI_INT64, rhdr, rhc, rhd, SLUICE_MPI_INT64, comm);
-    clock_mark(&clock, PHASE_HEADERS);
-    SLUICE_PMPI(Alltoallv)(sdata, sdc, sdd, SLUICE_MPI_BYTE, rdata, rdc, rdd, SLUICE_MPI_BYTE, comm);
-    clock_mark(&clock, PHASE_DATA);
-    free(sdata);
-    sdata = NULL;
-    if (rc == MPI_SUCCESS)
-        rc = add_received(&recv, rhdr, rhc, rhd, rdata, rdd, nprocs);
-    if (rc == MPI_SUCCESS && recv.n) {
-        if (sluice_acb_pending_normalize(&recv) != 0)
-            rc = MPI_ERR_NO_MEM;
-        clock_mark(&clock, PHASE_SORT);
-        if (rc == MPI_SUCCESS)
-            rc = write_runs(&recv, h->write_size, w, st);
+    fl.rd.pl = (struct sluice_acb_plan){.stripe = h->stripe_size, .nprocs = fl.nprocs};
+    fl.rd.pl.naggs = sluice_acb_plan_naggs(h->aggregators, h->aggregators > 0 ? 1 : count_nodes(comm), fl.nprocs,
+                                           global[0], -global[1], h->stripe_size);
+    fl.rd.spr = h->buffer_size / h->stripe_size;
+    if ((int64_t)fl.rd.pl.naggs * h->stripe_size > MAX_WINDOW) {
+        rc = sluice_acb_write_own(p, h, w, st);
+        goto agree;
     }
-    sluice_acb_pending_clear(&recv);
+    if (fl.rd.spr * fl.rd.pl.naggs * h->stripe_size > MAX_WINDOW)
+        fl.rd.spr = MAX_WINDOW / ((int64_t)fl.rd.pl.naggs * h->stripe_size);
+    fl.rd.window = fl.rd.spr * fl.rd.pl.naggs * h->stripe_size;
+    clock_mark(&clock, PHASE_PLAN);
+    rc = run_rounds(&fl);
 
 agree:
     clock_mark(&clock, PHASE_WRITE);
     rc64 = rc;
     SLUICE_PMPI(Allreduce)(&rc64, &rc_all, 1, SLUICE_MPI_INT64, SLUICE_MPI_MAX, comm);
     clock_mark(&clock, PHASE_AGREE);
-    clock_print(&clock, comm, pl.naggs, sent, received, st, writes_before);
+    clock_print(&clock, comm, fl.rd.pl.naggs, fl.sent, fl.received, st, writes_before, rounds_before);
     sluice_acb_pending_clear(p);
-    free(scounts);
-    free(ints);
-    free(shdr);
-    free(rhdr);
-    free(sdata);
-    free(rdata);
+    free(fl.rbuf);
+    free(fl.counts);
+    free(fl.ints);
+    free(fl.types);
     return (int)rc_all;
 }

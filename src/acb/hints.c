@@ -44,6 +44,10 @@ void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info)
         h->write_size = SLUICE_ACB_DEFAULT_WRITE;
     if (h->max_memory <= 0)
         h->max_memory = SLUICE_ACB_DEFAULT_MEMORY;
+    if (h->direct_size <= 0)
+        h->direct_size = SLUICE_ACB_DEFAULT_DIRECT;
+    if (h->buffer_size <= 0)
+        h->buffer_size = SLUICE_ACB_DEFAULT_BUFFER;
     if (info != SLUICE_MPI_INFO_NULL) {
         hint(info, "cb_nodes", &h->aggregators, 1 << 20);
         hint(info, "sluice_acb_aggregators", &h->aggregators, 1 << 20);
@@ -51,9 +55,15 @@ void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info)
         hint(info, "sluice_acb_stripe_size", &h->stripe_size, (int64_t)1 << 30);
         hint(info, "sluice_acb_write_size", &h->write_size, (int64_t)1 << 30);
         hint(info, "sluice_acb_max_memory", &h->max_memory, INT64_MAX);
+        hint(info, "sluice_acb_direct_size", &h->direct_size, INT64_MAX);
+        hint(info, "cb_buffer_size", &h->buffer_size, (int64_t)1 << 30);
     }
     /* Writes end on stripe boundaries only if they are whole stripes. */
     if (h->write_size < h->stripe_size)
         h->write_size = h->stripe_size;
     h->write_size -= h->write_size % h->stripe_size;
+    /* A round holds whole stripes. */
+    if (h->buffer_size < h->stripe_size)
+        h->buffer_size = h->stripe_size;
+    h->buffer_size -= h->buffer_size % h->stripe_size;
 }

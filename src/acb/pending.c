@@ -120,7 +120,7 @@ int sluice_acb_pending_normalize(struct sluice_acb_pending *p)
 
     if (p->n == 0)
         return 0;
-    qsort(p->ext, p->n, sizeof *p->ext, by_offset_then_seq);
+    sluice_acb_pending_sort(p);
     while (i < p->n) {
         size_t j = i + 1;
         int64_t end = p->ext[i].off + p->ext[i].len;
@@ -142,6 +142,12 @@ int sluice_acb_pending_normalize(struct sluice_acb_pending *p)
     for (i = 0; i < p->n; i++)
         p->bytes += p->ext[i].len;
     return 0;
+}
+
+void sluice_acb_pending_sort(struct sluice_acb_pending *p)
+{
+    if (p->n > 1)
+        qsort(p->ext, p->n, sizeof *p->ext, by_offset_then_seq);
 }
 
 int sluice_acb_pending_one_epoch(const struct sluice_acb_pending *p)

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "acb/acb.h"
+#include "acb/cost.h"
 #include "acb/view.h"
 #include "common/clock.h"
 #include "common/pathnorm.h"
@@ -44,6 +45,7 @@
 #include "core/record.h"
 #include "interpose/interpose.h"
 #include "mpi/pmpi.h"
+#include "sys/real.h"
 
 /* ---- next definitions ---- */
 
@@ -82,6 +84,7 @@ struct mpiio_file {
     MPI_Comm comm;                 /* private duplicate of the open's communicator */
     int nprocs;                    /* its size */
     uint64_t collectives;          /* collective calls so far: the pending writes' epoch */
+    int direct_ok;                 /* no rank holds pending writes of an earlier epoch (see direct_write) */
     struct sluice_acb_hints hints;
     struct sluice_acb_pending pending;
     int64_t disp, etype_size;      /* the file view */
@@ -153,6 +156,19 @@ static void count_other(struct mpiio_file *f, int counter, int rc, uint64_t t0)
 static int mode_is_acb(const char *abs_path)
 {
     return sluice_policy_mode(abs_path) == SLUICE_MODE_ACB;
+}
+
+/* The cost model's unit for a file: the file system's preferred I/O size
+ * (st_blksize: the stripe on Lustre, the 64 KiB block on MooseFS), at least
+ * SLUICE_ACB_DEFAULT_DIRECT. The MPI_Info hint sluice_acb_direct_size
+ * overrides it. */
+static int64_t direct_unit(const char *abs_path)
+{
+    struct stat sb;
+
+    if (SLUICE_REAL(stat)(abs_path, &sb) == 0 && sb.st_blksize > SLUICE_ACB_DEFAULT_DIRECT)
+        return sb.st_blksize;
+    return SLUICE_ACB_DEFAULT_DIRECT;
 }
 
 /* Whether a file opened with this access mode aggregates: the one place the
@@ -233,9 +249,22 @@ static int acb_flush(struct mpiio_file *f)
     struct sluice_acb_writer w = {raw_write, f};
     struct sluice_acb_stats st = {0};
     uint64_t t0 = sluice_now();
-    int rc = f->nprocs == 1 ? write_own(f) : sluice_acb_exchange(&f->pending, f->comm, &f->hints, &w, &st);
+    int rc;
 
+    if (f->nprocs == 1) {
+        st.own = f->pending.n > 0;
+        rc = write_own(f);
+    } else {
+        rc = sluice_acb_exchange(&f->pending, f->comm, &f->hints, &w, &st);
+    }
+    /* Nothing is pending anywhere now: independent writes may go straight
+     * through again. */
+    f->direct_ok = 1;
     sluice_count_meta(f->rec, SLUICE_SIDES_FS, MPIIO_ACB_FLUSHES, t0, t0);
+    if (st.own)
+        sluice_count_meta(f->rec, SLUICE_SIDES_FS, MPIIO_ACB_OWN_FLUSHES, t0, t0);
+    for (int64_t r = 0; r < st.rounds; r++)
+        sluice_count_meta(f->rec, SLUICE_SIDES_FS, MPIIO_ACB_ROUNDS, t0, t0);
     return rc;
 }
 
@@ -328,6 +357,40 @@ static void set_status(MPI_Status *st, int64_t n)
 static void collective_call(struct mpiio_file *f)
 {
     f->collectives++;
+    /* Another rank may hold writes of the epoch that just ended, which must
+     * land before this rank's later ones: until a collective step shows
+     * that nobody does, this rank's independent writes stay pending. */
+    f->direct_ok = 0;
+}
+
+/* The cost model for one write of n bytes at stream position pos: worth
+ * making as it is (cost.h). Through a view that is not plain bytes, only a
+ * write of a stripe or more. */
+static int direct_worthy(const struct mpiio_file *f, int64_t pos, int64_t n)
+{
+    if (f->view.n != 0)
+        return n >= f->hints.stripe_size;
+    return sluice_acb_cost_direct(f->hints.direct_size, f->disp + pos, n);
+}
+
+/* The cost model for an independent write to a file shared by several
+ * ranks: a write worth making as it is goes straight to MPI-IO when no
+ * rank can hold a pending write of an earlier epoch (one that must land
+ * before it: f->direct_ok), after this rank's own pending writes it
+ * overlaps. Returns 1 with *rc set when writing those failed, else 0 (the
+ * caller passes the write on, or 0 with *go = 0 to keep it pending). */
+static int direct_shared_write(struct mpiio_file *f, int64_t pos, int64_t n, int *go, int *rc)
+{
+    uint64_t t0 = sluice_now();
+
+    *go = f->direct_ok && f->view.n == 0 && direct_worthy(f, pos, n);
+    if (!*go)
+        return 0;
+    if (f->pending.n && sluice_acb_pending_overlaps(&f->pending, f->disp + pos, n) &&
+        (*rc = write_own(f)) != MPI_SUCCESS)
+        return 1;
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
+    return 0;
 }
 
 /* Keep a blocking write pending. Returns 1 if it did (and *rc is the
@@ -345,16 +408,20 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
     if (collective)
         collective_call(f);
     if (collective && f->aggregating && f->nprocs > 1) {
-        /* The cost model for collective writes: when every rank writes a
-         * stripe or more, MPI-IO's own collective write is as good as an
-         * exchange and costs no copy; what is pending goes first, on every
-         * rank alike (all are in this call). */
-        int64_t large = n >= f->hints.stripe_size, all_large = 0;
-        SLUICE_PMPI(Allreduce)(&large, &all_large, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, f->comm);
-        if (all_large) {
+        /* The cost model for collective writes: when every rank's piece is
+         * worth writing as it is (or empty), MPI-IO's own collective write
+         * costs no copy or exchange; what is pending anywhere goes first,
+         * on every rank alike (all are in this call). */
+        int64_t mine[2], all[2];
+        int known = count >= 0 && stream_pos(f, explicit_off, &pos) == 0;
+        mine[0] = known && (n == 0 || direct_worthy(f, pos, n)) ? 0 : 1;
+        mine[1] = (int64_t)f->pending.n;
+        SLUICE_PMPI(Allreduce)(mine, all, 2, SLUICE_MPI_INT64, SLUICE_MPI_MAX, f->comm);
+        if (all[0] == 0) {
             uint64_t t0 = sluice_now();
-            if ((*rc = acb_flush(f)) != MPI_SUCCESS)
+            if (all[1] != 0 && (*rc = acb_flush(f)) != MPI_SUCCESS)
                 return 1;
+            f->direct_ok = 1;   /* nothing is pending anywhere */
             sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
             return 0;
         }
@@ -364,7 +431,14 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
     owner = pending_owner(f);
     if (n > INT_MAX || owner->pending.bytes + n > owner->hints.max_memory)
         return fall_back_in_write(f, rc);
-    if (owner == f && f->nprocs == 1 && n >= f->hints.stripe_size) {
+    if (!collective && owner == f && f->nprocs > 1) {
+        int go;
+        if (direct_shared_write(f, pos, n, &go, rc))
+            return 1;
+        if (go)
+            return 0;
+    }
+    if (owner == f && f->nprocs == 1 && direct_worthy(f, pos, n)) {
         /* The cost model: a one-rank file's write of a stripe or more gains
          * nothing from a copy. What is pending goes first (program order),
          * then the write itself, straight to MPI-IO. */
@@ -404,6 +478,12 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
         SLUICE_PMPI(File_seek)(f->fh, (MPI_Offset)((pos + n) / f->etype_size), MPI_SEEK_SET);
     set_status(st, n);
     *rc = MPI_SUCCESS;
+    if (owner == f && f->nprocs == 1 && f->pending.bytes >= f->hints.buffer_size) {
+        /* A one-rank file streams: its buffer is written as it fills. */
+        uint64_t t0 = sluice_now();
+        *rc = write_own(f);
+        sluice_count_meta(f->rec, SLUICE_SIDES_FS, MPIIO_ACB_BUFFER_WRITES, t0, t0);
+    }
     return 1;
 }
 
@@ -505,12 +585,14 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
     f->raw = SLUICE_MPI_FILE_NULL;
     f->comm = SLUICE_MPI_COMM_NULL;
     f->nprocs = nprocs;
+    f->direct_ok = 1;   /* nothing is pending yet */
     if (acb_wanted(rec->path, amode)) {
         /* Every rank decides alike (same mode, same amode), so the flushes match. */
         f->hints = (struct sluice_acb_hints){.aggregators = sluice_cfg.acb_aggregators,
                                              .stripe_size = sluice_cfg.acb_stripe_size,
                                              .write_size = sluice_cfg.acb_write_size,
-                                             .max_memory = sluice_cfg.acb_max_memory};
+                                             .max_memory = sluice_cfg.acb_max_memory,
+                                             .direct_size = direct_unit(rec->path)};
         sluice_acb_hints_apply(&f->hints, info);
         if (SLUICE_PMPI(Comm_dup)(comm, &f->comm) == MPI_SUCCESS) {
             f->aggregating = 1;

@@ -48,12 +48,12 @@ def test_known_counters_acb(workdir, logdir):
     # Each rank's read of its own pending 2000 bytes writes them first (4
     # writes through the program's own handles: the view is plain bytes, so
     # no second open); the rest of each rank's range (4106 bytes) goes to
-    # the one aggregator of this node at the first sync.
+    # the one aggregator of this node at the first sync, in one round.
     assert nonzero(e["fs"], "MPIIO_") == {
         "MPIIO_COLL_OPENS": 4, "MPIIO_INDEP_WRITES": 8, "MPIIO_INDEP_READS": 4,
         "MPIIO_COLL_READS": 4, "MPIIO_SYNCS": 8, "MPIIO_BYTES_WRITTEN": 4 * 6106, "MPIIO_BYTES_READ": 4 * 6206,
         "MPIIO_RW_SWITCHES": 6, "MPIIO_SIZE_READ_0_100": 4, "MPIIO_SIZE_READ_1K_10K": 4,
-        "MPIIO_SIZE_WRITE_1K_10K": 8, "MPIIO_ACB_FLUSHES": 12,
+        "MPIIO_SIZE_WRITE_1K_10K": 8, "MPIIO_ACB_FLUSHES": 12, "MPIIO_ACB_ROUNDS": 4,
     }
     assert e["fs"]["POSIX_WRITES"] == 8
 
