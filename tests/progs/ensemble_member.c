@@ -7,7 +7,8 @@
  * Reads INPUT whole every step (a shared forcing file; its byte sum enters
  * every value), and in each of STEPS steps opens each of FILES netCDF
  * (classic format) files out_NNN.nc, writes one record of variable "value"
- * and closes it again; appends one line per step to member.log. Every byte
+ * and closes it again; writes one line per step to member.log (started anew,
+ * as a model's run log is, so a task run twice leaves one run's lines). Every byte
  * depends only on the arguments and INPUT's bytes. A negative CELL fails
  * (exit 3, a message on stderr) after the first step, as a model does on a
  * bad parameter. SLEEP_MS sleeps that long between steps (tasks of mixed
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
             snprintf(path, sizeof path, "out_%03ld.nc", f);
             write_record(path, (size_t)s, (double)cell * 1000 + (double)f * 10 + (double)s + forcing);
         }
-        FILE *log = fopen("member.log", "a");
+        FILE *log = fopen("member.log", s == 0 ? "w" : "a");
         if (!log) {
             perror("member.log");
             return 2;

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sluice.farm.journal import task_key
 from sluice.farm.tasks import Task
 from sluice.farm.template import Template
 from sluice.runner import sluice_env
@@ -69,7 +70,10 @@ class Attempt:
         self.slot = slot
         self.last_try = last_try
         tag = f"{_safe(farm.job)}.{number}.{attempt}"
-        self.tier = farm.local_dir / "tiers" / tag if farm.mode == "stage" else None
+        # Tiers are named by the task's identity, so a later run that
+        # finishes the task can drop what an interrupted one kept.
+        self.key = task_key(farm.template.argv(self.task, None), farm.template.directory(self.task))
+        self.tier = farm.local_dir / "tiers" / f"{self.key}.{attempt}" if farm.mode == "stage" else None
         self.out_path = farm.local_dir / "out" / f"{tag}.out"
         self.err_path = farm.local_dir / "out" / f"{tag}.err"
         self.workdir = Path(farm.template.directory(self.task))
@@ -146,6 +150,8 @@ class Attempt:
             if left:
                 outcome, detail = FAILED, f"{left} file{'s' if left != 1 else ''} could not be published"
         kept = ""
+        if self.tier is not None and outcome == DONE:
+            _drop_superseded_tiers(self.tier, self.key)
         if self.tier is not None:
             keep = outcome == INTERRUPTED or (outcome == FAILED and self.last_try)
             kept = _retire_tier(self.tier, keep)
@@ -197,6 +203,14 @@ def _publish_leftovers(tier: Path) -> int:
         return 0
     pub.drain(t, jobs=2)
     return len(pending(t))
+
+
+def _drop_superseded_tiers(tier: Path, key: str) -> None:
+    """Tiers that earlier, interrupted or failed attempts of this task kept:
+    the task has now written every file again and finished."""
+    for other in tier.parent.glob(f"{key}.*"):
+        if other != tier:
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _retire_tier(tier: Path, keep: bool) -> str:
