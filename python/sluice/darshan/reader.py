@@ -25,24 +25,26 @@ from pathlib import Path
 
 from sluice.darshan import layout as L
 from sluice.darshan.mapping import SLUICE_MODULES, sluice_names, to_sluice
+from sluice.logfmt import MAGIC as SLUICE_MAGIC
 from sluice.logfmt import Log, LogFormatError, Module, Record, _printable
+from sluice.report.model import DARSHAN_LOG, SHARED
 
 SUPPORTED = {"3.00", "3.10", "3.20", "3.21", "3.41"}
-from sluice.report.model import SHARED  # noqa: E402  (the marker of the rank -1 Log)
 _MOD_IDS = {"POSIX": L.POSIX, "MPI-IO": L.MPIIO, "STDIO": L.STDIO}
 
 
 def looks_like_darshan(path: Path) -> bool:
-    """By magic number (either byte order), or by the .darshan extension."""
+    """By magic number (either byte order); a file with neither Darshan's nor
+    sluice's magic, by the .darshan extension."""
     try:
         with open(path, "rb") as f:
             head = f.read(16)
     except OSError:
         return path.suffix == ".darshan"
-    if len(head) == 16 and head[:2] == b"3." and (struct.unpack("<q", head[8:])[0] == L.MAGIC
-                                                  or struct.unpack(">q", head[8:])[0] == L.MAGIC):
+    if len(head) == 16 and head[:2] == b"3." and L.MAGIC in (struct.unpack("<q", head[8:])[0],
+                                                          struct.unpack(">q", head[8:])[0]):
         return True
-    return path.suffix == ".darshan"
+    return not head.startswith(SLUICE_MAGIC) and path.suffix == ".darshan"
 
 
 def _inflate(data: bytes, off: int, length: int, what: str) -> bytes:
@@ -84,8 +86,13 @@ def check(path: Path) -> str:
     mod_map = fields[6:6 + 2 * nmods]
     if comp != L.ZLIB:
         return version          # bzip2 or uncompressed: left to the library
-    regions = [(mod_map[2 * i], mod_map[2 * i + 1], f"module {i}") for i in range(nmods) if mod_map[2 * i + 1]]
+    mod_ver = fields[6 + 2 * nmods:]
+    regions = [(mod_map[2 * i], mod_map[2 * i + 1], i) for i in range(nmods) if mod_map[2 * i + 1]]
     job_end = name_off if name_off else min([o for o, _, _ in regions], default=len(data))
+    for _, _, mid in regions:
+        if new and mid in L.MODULE_VERSIONS and mod_ver[mid] > L.MODULE_VERSIONS[mid]:
+            raise LogFormatError(f"{L.MODULE_NAMES[mid]} module version {mod_ver[mid]} is newer than this "
+                                 f"reader's ({L.MODULE_VERSIONS[mid]})")
     job = _inflate(data, hdr.size, job_end - hdr.size, "job")
     if len(job) <= L.JOB.size - (0 if new else 16):
         raise LogFormatError("truncated job region")
@@ -97,8 +104,12 @@ def check(path: Path) -> str:
             if pos + 8 >= len(names) or nul < 0:
                 raise LogFormatError("corrupt name region (a record name is cut off)")
             pos = nul + 1
-    for off, length, what in regions:
-        _inflate(data, off, length, what)
+    for off, length, mid in regions:
+        what = L.MODULE_NAMES.get(mid, f"module {mid}")
+        body = _inflate(data, off, length, what)
+        if new and mid in L.MODULE_VERSIONS and mod_ver[mid] == L.MODULE_VERSIONS[mid] \
+                and len(body) % L.record_struct(mid).size:
+            raise LogFormatError(f"corrupt {what} region (a record is cut off)")
     return version
 
 
@@ -117,7 +128,8 @@ def _stderr_captured():
 
 def _first_line(tmp) -> str:
     tmp.seek(0)
-    return tmp.read().decode("utf-8", "replace").strip().splitlines()[0:1] or ["no detail"]
+    lines = tmp.read().decode("utf-8", "replace").strip().splitlines()
+    return lines[0] if lines else "no detail"
 
 
 def _records(path: Path) -> tuple[dict, str, dict[str, list[tuple[int, str, dict[str, float]]]]]:
@@ -143,7 +155,7 @@ def _records(path: Path) -> tuple[dict, str, dict[str, list[tuple[int, str, dict
                 out[mod] = recs
             job, exe = rep.metadata["job"], rep.metadata.get("exe", "")
         except Exception as e:        # the library's failures surface as assorted exceptions
-            raise LogFormatError(f"PyDarshan cannot read it: {_first_line(tmp)[0]} ({type(e).__name__})") from None
+            raise LogFormatError(f"PyDarshan cannot read it: {_first_line(tmp)} ({type(e).__name__})") from None
     return job, exe, out
 
 
@@ -180,7 +192,7 @@ def _as_logs(p: Path, job: dict, exe: str, recs, fs_recs) -> list[Log]:
     end = start + max(0, int(round(float(job.get("run_time", 0)) * 1e9)))
     info = {"job_id": md.get("sluice_job_id", str(job.get("jobid", ""))), "host": md.get("sluice_host", "?"),
             "exe": exe.split(" ", 1)[0], "cmdline": exe, "mode": md.get("sluice_mode", "darshan"),
-            "version": f"darshan {job.get('log_ver', '?')}", "darshan_log": str(p)}
+            "version": f"darshan {job.get('log_ver', '?')}", DARSHAN_LOG: str(p)}
     modules = {}
     for mod, mid in _MOD_IDS.items():
         ints, floats = sluice_names(mid)

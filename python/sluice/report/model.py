@@ -21,6 +21,8 @@ SIDES = ("app", "fs")
 # Marks the Log that holds a Darshan log's rank -1 records: files every rank
 # shared, reduced by Darshan; it is no process of its own.
 SHARED = "darshan_shared"
+# The info key of a Log read from a Darshan log: that log's path.
+DARSHAN_LOG = "darshan_log"
 
 # The counters that each count one call the program made.
 OP_COUNTERS = tuple(f"POSIX_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", "STATS", "FSYNCS", "FDSYNCS",
@@ -155,6 +157,11 @@ def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False) ->
             if p in named:
                 raise UserError(str(e)) from None
             warn(f"{e}; skipped")
+    own = {l.job_id for l in logs if DARSHAN_LOG not in l.info}
+    exported = {l.info[DARSHAN_LOG] for l in logs if DARSHAN_LOG in l.info and l.job_id in own}
+    if exported:        # `sluice export -o` into the log directory: the same job twice
+        warn(f"{', '.join(sorted(exported))}: a Darshan export of sluice logs also given; skipped")
+        logs = [l for l in logs if l.info.get(DARSHAN_LOG) not in exported]
     if not logs:
         raise UserError(f"no sluice logs in {', '.join(str(i) for i in inputs)} "
                         "(a process that recorded no I/O writes none)")
