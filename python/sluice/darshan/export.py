@@ -37,7 +37,6 @@ class RankRecord:
     rank: int
     app: dict[str, float] = field(default_factory=dict)
     fs: dict[str, float] = field(default_factory=dict)
-    pids: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -51,6 +50,11 @@ class RankedJob:
     start_ns: int
     end_ns: int
 
+    @property
+    def first(self) -> Log:
+        """The first log of rank 0: its program names the job."""
+        return min(self.logs, key=lambda l: (self.rank_of[id(l)], l.start_ns))
+
 
 def assign_ranks(job_id: str, logs: list[Log]) -> RankedJob:
     ranked = [l for l in logs if l.rank >= 0]
@@ -63,8 +67,9 @@ def assign_ranks(job_id: str, logs: list[Log]) -> RankedJob:
         rank_of = {id(l): i for i, l in enumerate(ranked)}
         nprocs = len(ranked)
         left_out = []
+    # the job's span is its ranks' (what the Darshan log describes)
     return RankedJob(job_id, ranked, rank_of, nprocs, any(l.rank >= 0 for l in logs), left_out,
-                     min(l.start_ns for l in logs), max(l.end_ns for l in logs))
+                     min(l.start_ns for l in ranked), max(l.end_ns for l in ranked))
 
 
 def _shifted(c: dict[str, float], offset: float) -> dict[str, float]:
@@ -83,7 +88,6 @@ def rank_records(job: RankedJob) -> list[RankRecord]:
             if mid is None:
                 continue
             rr = out.setdefault((rank, mid, r.path), RankRecord(mid, r.path, rank))
-            rr.pids.add(l.pid)
             for side in SIDES:
                 dst = getattr(rr, side)
                 for k, v in _shifted(getattr(r, side), offset).items():
@@ -196,13 +200,11 @@ def _jobid(job: RankedJob) -> int:
     m = re.fullmatch(r"\d{1,18}", job.job_id)
     if m:
         return int(job.job_id)
-    first = min(job.logs, key=lambda l: (job.rank_of[id(l)], l.start_ns))
-    return first.pid        # as Darshan does outside a batch system: the pid of rank 0
+    return job.first.pid        # as Darshan does outside a batch system: the pid of rank 0
 
 
 def log_stem(job: RankedJob) -> str:
-    first = min(job.logs, key=lambda l: (job.rank_of[id(l)], l.start_ns))
-    exe = Path(first.info.get("exe", "") or "program").name
+    exe = Path(job.first.info.get("exe", "") or "program").name
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{exe}_{job.job_id}")
 
 
@@ -223,7 +225,7 @@ def export_job(job_id: str, logs: list[Log], out_dir: Path, per_rank: bool = Fal
 
         raise UserError(f"job {job_id}: no process with an MPI rank to export")
     records = rank_records(job)
-    first = min(job.logs, key=lambda l: (job.rank_of[id(l)], l.start_ns))
+    first = job.first
     stem = log_stem(job)
     paths = {"app": out_dir / f"{stem}.darshan", "fs": out_dir / f"{stem}.fs.darshan"}
     try:

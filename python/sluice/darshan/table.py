@@ -23,9 +23,10 @@ def rows(job_id: str, logs: list[Log]) -> dict[int, tuple[list[str], list[list]]
     """module id -> (column names, rows)."""
     job = assign_ranks(job_id, logs)
     rank_of = dict(job.rank_of)
+    start = min(l.start_ns for l in logs)
     found: dict[int, list[tuple[dict, dict[str, float], list, list]]] = {}
     for l in sorted(logs, key=lambda x: (rank_of.get(id(x), -1), x.start_ns, x.pid)):
-        offset = (l.start_ns - job.start_ns) / 1e9
+        offset = (l.start_ns - start) / 1e9
         for r in l.records:
             mid = DARSHAN_IDS.get(r.module)
             if mid is None:

@@ -49,8 +49,8 @@ def _metadata(md: dict[str, str]) -> bytes:
 def _exe_and_mounts(exe: str, mounts: list[tuple[str, str]]) -> bytes:
     """The exe line, then "\\n<fs type>\\t<mount point>" per mount, then a NUL. A
     reader takes the exe from before the first newline, so the table needs one
-    entry at least; entries are written longest mount point last, as Darshan
-    does, and dropped (shortest first kept) when they do not fit."""
+    entry at least. When the 3,015 bytes do not hold every mount point, the
+    shortest ones are kept (so "/" always is)."""
     body = _one_line(exe).encode("utf-8", "replace")[: L.EXE_MOUNTS_MAX // 2]
     lines = []
     room = L.EXE_MOUNTS_MAX - len(body)
@@ -66,20 +66,19 @@ def _exe_and_mounts(exe: str, mounts: list[tuple[str, str]]) -> bytes:
 
 def encode(job: DarshanJob, names: dict[int, str], modules: dict[int, ModuleData]) -> bytes:
     """The whole log as bytes."""
-    regions: list[tuple[int | None, bytes]] = []     # (module id or None, compressed bytes)
     job_rec = L.JOB.pack(job.uid, job.start_ns // 10**9, job.start_ns % 10**9, job.end_ns // 10**9,
                          job.end_ns % 10**9, job.nprocs, job.jobid, _metadata(job.metadata))
-    regions.append((None, zlib.compress(job_rec + _exe_and_mounts(job.exe, job.mounts))))
+    job_region = zlib.compress(job_rec + _exe_and_mounts(job.exe, job.mounts))
     name_bytes = b"".join(rid.to_bytes(8, "little") + n.encode("utf-8", "surrogateescape") + b"\0"
                           for rid, n in names.items())
     name_region = zlib.compress(name_bytes) if names else b""
-    off = L.HEADER.size + len(regions[0][1])
+    off = L.HEADER.size + len(job_region)
     name_map = (off, len(name_region)) if names else (0, 0)
     off += len(name_region)
     mod_map = [0] * (2 * L.MAX_MODS)
     mod_ver = [0] * L.MAX_MODS
     partial = 0
-    body = [regions[0][1], name_region]
+    body = [job_region, name_region]
     for mid in sorted(modules):
         m = modules[mid]
         if not m.records:
