@@ -5,8 +5,10 @@
  *
  * Each rank writes --per-rank bytes in pieces of --piece bytes. Shared
  * layout: one file opened on MPI_COMM_WORLD, piece i of rank r at offset
- * (i * nranks + r) * piece. File-per-process layout: PATH.RANK opened on
- * MPI_COMM_SELF, piece i at offset i * piece. Pieces go out one
+ * (i * nranks + r) * piece (IOR's segments of one piece). Blocked layout:
+ * rank r's pieces fill [r * per_rank, (r + 1) * per_rank) in order (IOR's
+ * one segment of per_rank bytes). File-per-process layout: PATH.RANK opened
+ * on MPI_COMM_SELF, piece i at offset i * piece. Pieces go out one
  * MPI_File_write_at (--api indep) or MPI_File_write_at_all (--api coll)
  * each, from a buffer filled before the clock starts.
  *
@@ -44,8 +46,9 @@ static void usage(FILE *out)
         "  --piece BYTES      bytes per write (default 64K)\n"
         "  --per-rank BYTES   bytes each rank writes (default 16M; a multiple of --piece)\n"
         "  --api A            indep (MPI_File_write_at, default) or coll (write_at_all)\n"
-        "  --layout L         shared (default: piece i of rank r at (i*N+r)*piece) or\n"
-        "                     fpp (PATH.RANK on MPI_COMM_SELF, piece i at i*piece)\n"
+        "  --layout L         shared (default: piece i of rank r at (i*N+r)*piece),\n"
+        "                     blocked (at r*per_rank + i*piece) or fpp (PATH.RANK on\n"
+        "                     MPI_COMM_SELF, piece i at i*piece)\n"
         "  --hints K=V,...    MPI_Info hints for MPI_File_open\n"
         "  --check            read the files back, verify every byte, print their hash\n"
         "  -h, --help         this text\n"
@@ -57,8 +60,10 @@ static void usage(FILE *out)
 struct opts {
     const char *file, *hints;
     uint64_t piece, per_rank;
-    int coll, fpp, check;
+    int coll, layout, check;
 };
+
+enum { LAYOUT_SHARED, LAYOUT_BLOCKED, LAYOUT_FPP };
 
 static int rank, nranks;
 
@@ -95,7 +100,7 @@ static MPI_Info make_info(const char *hints)
 
 static void file_name(const struct opts *o, int r, char *out, size_t n)
 {
-    if (o->fpp)
+    if (o->layout == LAYOUT_FPP)
         snprintf(out, n, "%s.%d", o->file, r);
     else
         snprintf(out, n, "%s", o->file);
@@ -103,7 +108,14 @@ static void file_name(const struct opts *o, int r, char *out, size_t n)
 
 static uint64_t piece_offset(const struct opts *o, uint64_t i)
 {
-    return o->fpp ? i * o->piece : (i * (uint64_t)nranks + (uint64_t)rank) * o->piece;
+    switch (o->layout) {
+    case LAYOUT_FPP:
+        return i * o->piece;
+    case LAYOUT_BLOCKED:
+        return (uint64_t)rank * o->per_rank + i * o->piece;
+    default:
+        return (i * (uint64_t)nranks + (uint64_t)rank) * o->piece;
+    }
 }
 
 /* The timed write; returns the seconds of this rank's writes (open to the
@@ -117,7 +129,7 @@ static double write_file(const struct opts *o, const unsigned char *buf, MPI_Inf
     int rc;
 
     file_name(o, rank, path, sizeof path);
-    rc = MPI_File_open(o->fpp ? MPI_COMM_SELF : MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
+    rc = MPI_File_open(o->layout == LAYOUT_FPP ? MPI_COMM_SELF : MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
     if (rc != MPI_SUCCESS)
         fail("MPI_File_open", rc);
     t0 = MPI_Wtime();
@@ -165,14 +177,14 @@ static void check_file(const char *path, uint64_t expect_size, uint64_t *hash, u
 int main(int argc, char **argv)
 {
     static const char *const apis[] = {"indep", "coll", NULL};
-    static const char *const layouts[] = {"shared", "fpp", NULL};
+    static const char *const layouts[] = {"shared", "blocked", "fpp", NULL};
     struct opts o = {.piece = 64u << 10, .per_rank = 16u << 20};
     const struct bench_option options[] = {
         BENCH_OPT_REQUIRED("file", &o.file),
         BENCH_OPT_SIZE("piece", &o.piece),
         BENCH_OPT_SIZE("per-rank", &o.per_rank),
         BENCH_OPT_CHOICE("api", &o.coll, apis),
-        BENCH_OPT_CHOICE("layout", &o.fpp, layouts),
+        BENCH_OPT_CHOICE("layout", &o.layout, layouts),
         {.name = "hints", .kind = BENCH_KIND_STRING, .value = &o.hints},
         BENCH_OPT_FLAG("check", &o.check, 1),
         BENCH_OPT_END,
@@ -189,13 +201,13 @@ int main(int argc, char **argv)
     if (o.piece == 0 || o.piece > (1u << 30) || o.per_rank % o.piece != 0)
         bench_die(prog, 0, "--piece must be 1 B..1 GiB and divide --per-rank");
     pieces = o.per_rank / o.piece;
-    file_size = o.fpp ? o.per_rank : o.per_rank * (uint64_t)nranks;
+    file_size = o.layout == LAYOUT_FPP ? o.per_rank : o.per_rank * (uint64_t)nranks;
     if ((buf = malloc(o.per_rank ? o.per_rank : 1)) == NULL)
         bench_die(prog, 1, "malloc");
     for (uint64_t i = 0; i < pieces; i++)
         bench_pattern_fill(buf + i * o.piece, o.piece, piece_offset(&o, i));
     info = make_info(o.hints);
-    if (o.fpp || rank == 0) {
+    if (o.layout == LAYOUT_FPP || rank == 0) {
         /* A new file each run, as IOR makes it: an overwrite costs differently. */
         char path[4096];
         file_name(&o, rank, path, sizeof path);
@@ -212,7 +224,7 @@ int main(int argc, char **argv)
         MPI_Info_free(&info);
     free(buf);
 
-    if (o.check && (o.fpp || rank == 0)) {
+    if (o.check && (o.layout == LAYOUT_FPP || rank == 0)) {
         char path[4096];
         file_name(&o, rank, path, sizeof path);
         check_file(path, file_size, &hash, &bad, &size);
@@ -226,7 +238,7 @@ int main(int argc, char **argv)
         printf(",\"layout\":\"%s\",\"api\":\"%s\",\"ranks\":%d,\"piece\":%" PRIu64 ",\"per_rank\":%" PRIu64
                ",\"bytes_written\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"slowest_write_seconds\":%.9f"
                ",\"seconds\":%.9f",
-               layouts[o.fpp], apis[o.coll], nranks, o.piece, o.per_rank, o.per_rank * (uint64_t)nranks,
+               layouts[o.layout], apis[o.coll], nranks, o.piece, o.per_rank, o.per_rank * (uint64_t)nranks,
                pieces * (uint64_t)nranks, slowest_write_s, seconds);
         if (o.check)
             printf(",\"checked\":true,\"mismatches\":%" PRIu64 ",\"fnv1a64\":\"%016" PRIx64 "\"", total_bad, hash);

@@ -199,3 +199,147 @@ def test_ior_shared_program_layouts(tmp_path):
         assert sorted(p.name for p in d.iterdir()) == files
         for f in files:
             assert (d / f).stat().st_size == (36000 if layout == "shared" else 9000)
+
+
+# --------------------------------------------------------------------------
+# The cost model and the rounds: each decision, its exact counters and bytes
+
+IOR = "sluice-bench-ior-shared"
+ACB_COUNTERS = ("MPIIO_ACB_DIRECT_WRITES", "MPIIO_ACB_FLUSHES", "MPIIO_ACB_OWN_FLUSHES", "MPIIO_ACB_ROUNDS",
+                "MPIIO_ACB_BUFFER_WRITES")
+
+
+def ior_plain_and_acb(tmp_path, *args: str) -> tuple[dict, dict]:
+    """The IOR-style program plain and under --mode acb (OMPIO, 4 ranks):
+    every file byte for byte the same; the acb run's MPIIO entries of every
+    file, summed over ranks."""
+    env = python_env()
+    env.update(MPI_ENV)
+    plain, acb, logs = tmp_path / "plain", tmp_path / "acb", tmp_path / "logs"
+    plain.mkdir()
+    acb.mkdir()
+    argv = ["--piece", "16K", "--per-rank", "256K", "--check", *args]
+    subprocess.run([*MPIRUN, str(NATIVE / IOR), "--file", str(plain / "f"), *argv], env=env, check=True,
+                   capture_output=True, timeout=300)
+    sluice("run", "--mode", "acb", "--log-dir", str(logs), "--path", str(acb), "--",
+           *MPIRUN, str(NATIVE / IOR), "--file", str(acb / "f"), *argv, env=MPI_ENV)
+    names = sorted(p.name for p in plain.iterdir())
+    assert names == sorted(p.name for p in acb.iterdir())
+    r = report_json(logs)
+    entries = {}
+    for name in names:
+        assert (acb / name).read_bytes() == (plain / name).read_bytes(), name
+        entries[name] = file_entry(r, acb / name)
+    return entries, {k: sum(e["fs"][k] for e in entries.values()) for k in ACB_COUNTERS}
+
+
+def test_shared_file_writes_of_a_unit_go_straight_through(tmp_path):
+    """Independent 64 KiB pieces (the unit: at least 64 KiB) to a shared
+    file, nothing pending anywhere: each goes straight to MPI-IO, no copy,
+    no exchange; the flush at close finds nothing to move."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--piece", "64K")
+    e = entries["f"]
+    assert e["app"]["MPIIO_INDEP_WRITES"] == e["fs"]["MPIIO_INDEP_WRITES"] == 16
+    assert e["app"]["MPIIO_ACB_DIRECT_WRITES"] == 16
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 16, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
+                   "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
+def test_small_strided_pieces_are_exchanged_in_rounds(tmp_path):
+    """16 KiB pieces strided over 4 ranks are aggregated. With 16 KiB
+    stripes and cb_buffer_size 64 KiB the one aggregator of this node takes
+    the 1 MiB file in 16 rounds of 64 KiB, each written as one write
+    straight from its round buffer."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--hints", "striping_unit=16384,cb_buffer_size=65536")
+    e = entries["f"]
+    assert e["app"]["MPIIO_INDEP_WRITES"] == 64 and e["fs"]["MPIIO_INDEP_WRITES"] == 16
+    assert e["fs"]["MPIIO_SIZE_WRITE_10K_100K"] == 16
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
+                   "MPIIO_ACB_ROUNDS": 4 * 16, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
+def test_rounds_with_two_aggregators(tmp_path):
+    """Two aggregators, 16 KiB stripes dealt alternately, 32 KiB each per
+    round: 16 rounds of 64 KiB windows; each aggregator writes its stripe of
+    a window as one write."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--hints", "striping_unit=16384,cb_buffer_size=32768,cb_nodes=2")
+    assert entries["f"]["fs"]["MPIIO_INDEP_WRITES"] == 64
+    assert acb["MPIIO_ACB_ROUNDS"] == 4 * 16 and acb["MPIIO_ACB_OWN_FLUSHES"] == 0
+
+
+def test_sequential_regions_are_written_by_their_ranks(tmp_path):
+    """Each rank writes its own 256 KiB region in 16 KiB pieces: its pending
+    data is one run of a unit or more, so the flush at close exchanges
+    nothing and each rank writes its run as one write."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--layout", "blocked")
+    e = entries["f"]
+    assert e["app"]["MPIIO_INDEP_WRITES"] == 64 and e["fs"]["MPIIO_INDEP_WRITES"] == 4
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 4,
+                   "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
+def test_collective_pieces_of_a_unit_go_to_mpiio_collectively(tmp_path):
+    """write_at_all with a 64 KiB piece on every rank: MPI-IO's own
+    collective write, counted as direct; nothing is ever pending."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--piece", "64K", "--api", "coll")
+    e = entries["f"]
+    assert e["app"]["MPIIO_COLL_WRITES"] == e["fs"]["MPIIO_COLL_WRITES"] == 16
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 16, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
+                   "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
+def test_small_collective_pieces_are_aggregated(tmp_path):
+    """write_at_all with 16 KiB pieces: kept pending and exchanged at close
+    (one round: the default cb_buffer_size holds the 1 MiB file)."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--api", "coll")
+    e = entries["f"]
+    assert e["app"]["MPIIO_COLL_WRITES"] == 64 and e["fs"]["MPIIO_COLL_WRITES"] == 0
+    assert e["fs"]["MPIIO_INDEP_WRITES"] == 1
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
+                   "MPIIO_ACB_ROUNDS": 4, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
+def test_file_per_process_streams_its_buffer(tmp_path):
+    """A one-rank file writes its pending pieces whenever they reach
+    cb_buffer_size (64 KiB here: four 16 KiB pieces), so it holds no more
+    than that; nothing is left for the flush at close."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--layout", "fpp", "--hints",
+                                     "striping_unit=65536,cb_buffer_size=65536")
+    assert len(entries) == 4
+    for e in entries.values():
+        assert e["app"]["MPIIO_INDEP_WRITES"] == 16 and e["fs"]["MPIIO_INDEP_WRITES"] == 4
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
+                   "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 16}
+
+
+def test_file_per_process_small_pieces_one_write_at_close(tmp_path):
+    """Without a small buffer the one-rank file's 256 KiB go out at close as
+    one write, with no exchange."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--layout", "fpp")
+    for e in entries.values():
+        assert e["fs"]["MPIIO_INDEP_WRITES"] == 1
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 4,
+                   "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
+@pytest.mark.parametrize("variant", ["indep", "coll", "h5-indep", "h5-coll"])
+def test_rounds_keep_amr_checkpoints_byte_identical(tmp_path, variant):
+    """The AMR checkpoints (boxes straddling stripes, HDF5's fill then data)
+    through many small rounds: 4 KiB stripes, two aggregators, 8 KiB per
+    aggregator and round."""
+    prog = "sluice-bench-amr-ckpt-h5" if variant.startswith("h5") else "sluice-bench-amr-ckpt"
+    hints = ["--hints", "striping_unit=4096,sluice_acb_aggregators=2,sluice_acb_write_size=8192,cb_buffer_size=8192"]
+    plain = tmp_path / "plain.dat"
+    amr(prog, variant, plain, *hints)
+    d = tmp_path / "acb"
+    d.mkdir()
+    logs = tmp_path / "logs"
+    amr(prog, variant, d / "c.dat", *hints, mode="acb", logdir=logs)
+    assert (d / "c.dat").read_bytes() == plain.read_bytes()
+    e = file_entry(report_json(logs), d / "c.dat")
+    if variant == "h5-coll":
+        # HDF5's collective writes through a view carry 5000-byte boxes, a
+        # stripe or more: they go to MPI-IO collectively; the rest is exchanged.
+        assert e["app"]["MPIIO_ACB_DIRECT_WRITES"] > 0 and e["fs"]["MPIIO_ACB_ROUNDS"] >= 4
+    else:
+        assert e["fs"]["MPIIO_ACB_ROUNDS"] >= 4 * 10

@@ -66,8 +66,8 @@ class IorShared(Workload):
         Param("procs", 4, "MPI ranks"),
         Param("per_rank", 16 << 20, "bytes each rank writes", "size"),
         Param("pieces", DEFAULT_PIECES, "piece sizes (bytes per write), comma-separated", "str"),
-        Param("layout", "shared", "shared (strided, one file) or fpp (file per process)", "choice",
-              ("shared", "fpp")),
+        Param("layout", "shared", "shared (strided, one file), blocked (one region per rank) or fpp (file per "
+              "process)", "choice", ("shared", "blocked", "fpp")),
         Param("methods", "all", "comma-separated subset of: " + ", ".join(m for m, *_ in METHODS), "str"),
     )
     metrics = _metrics()
