@@ -19,7 +19,7 @@ from sluice.report.model import load_job
 @click.option("--job", default=None, help="Advise on this job when the logs hold several (default: the latest).")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
 def command(as_json: bool, job: str | None, logs: tuple[Path, ...]) -> None:
-    """Findings and fixes for a job (files or directories of .sluice logs).
+    """Findings and fixes for a job (files or directories of .sluice logs, or Darshan logs).
 
     \b
     sluice advise sluice-logs/

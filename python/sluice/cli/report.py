@@ -20,7 +20,7 @@ from sluice.report.text import render
 @click.option("--top", default=10, show_default=True, help="Files listed in the top-N tables.")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
 def command(as_json: bool, html: Path | None, job: str | None, top: int, logs: tuple[Path, ...]) -> None:
-    """Merge the logs of a job (files or directories of .sluice logs)."""
+    """Merge the logs of a job (files or directories of .sluice logs, or Darshan logs)."""
     j = load_job(list(logs), job)
     if html is not None:
         from sluice.report.html import write_html
