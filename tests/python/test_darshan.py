@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import subprocess
 import zlib
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from test_mpiio import MPI_ENV, MPIRUN
 darshan = pytest.importorskip("darshan")
 
 from sluice.darshan import layout as L  # noqa: E402
+from sluice.darshan.mapping import UNKNOWN  # noqa: E402
 from sluice.darshan.recid import record_id  # noqa: E402
 from sluice.logfmt import read_log  # noqa: E402
 
@@ -353,3 +355,56 @@ def test_csv_tables_have_a_row_per_process_file_and_side(mpiio_job, known_mix, t
         assert cp.returncode == 0 and (tmp_path / "p" / "POSIX.parquet").exists()
     except ImportError:
         assert "needs pyarrow" in one_line_error(cp)
+
+
+# ------------------------------------------------- against a real Darshan run
+
+# A Darshan runtime library to compare with, when one is built (docs/darshan.md
+# says how): SLUICE_DARSHAN_LIB built --without-mpi, SLUICE_DARSHAN_MPI_LIB with MPI.
+DARSHAN_LIB = os.environ.get("SLUICE_DARSHAN_LIB")
+DARSHAN_MPI_LIB = os.environ.get("SLUICE_DARSHAN_MPI_LIB")
+
+# Where the export and Darshan 3.4.7 differ by design (docs/darshan.md, "Compared with Darshan"):
+# what sluice does not record (-1 in the export), what Darshan misses or counts otherwise,
+# and what depends on timing.
+BY_DESIGN = {n for m in (L.POSIX, L.MPIIO, L.STDIO) for n in UNKNOWN[m]} | {
+    "POSIX_STATS", "POSIX_MMAPS", "POSIX_RENAMED_FROM", "POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "STDIO_READS"} | {
+    n for m in (L.POSIX, L.MPIIO, L.STDIO) for n in L.INT_NAMES[m] + L.FLOAT_NAMES[m]
+    if "_RANK" in n or "_F_" in n}
+
+
+def _real_darshan(lib: str, log: Path, cmd: list[str], env: dict | None = None) -> None:
+    e = dict(os.environ, DARSHAN_LOGFILE=str(log), **(env or {}))
+    if cmd[0] == "mpirun":
+        cmd = cmd[:1] + ["-x", "DARSHAN_LOGFILE", "-x", f"LD_PRELOAD={lib}"] + cmd[1:]
+    else:
+        e.update(LD_PRELOAD=lib, DARSHAN_ENABLE_NONMPI="1")
+    subprocess.run(cmd, env=e, check=True, capture_output=True, timeout=120)
+
+
+def _by_file(recs: dict[str, dict[tuple[str, int], dict]], work: Path) -> dict[tuple[str, str, int], dict]:
+    return {(mod, os.path.relpath(name, work), rank): c for mod, rr in recs.items() for (name, rank), c in rr.items()
+            if name.startswith(str(work) + "/")}
+
+
+@pytest.mark.parametrize("prog", ["known_mix", "mpiio_known"])
+def test_the_export_has_darshans_counters(prog, tmp_path_factory, tmp_path):
+    lib = DARSHAN_MPI_LIB if prog == "mpiio_known" else DARSHAN_LIB
+    if not lib:
+        pytest.skip("no Darshan runtime to compare with (set SLUICE_DARSHAN_LIB, SLUICE_DARSHAN_MPI_LIB)")
+    launch = MPIRUN if prog == "mpiio_known" else []
+    env = MPI_ENV if prog == "mpiio_known" else None
+    logs, work = run_job(tmp_path_factory, prog, *launch, bin_path(prog), env=env)
+    app, _ = export(logs, tmp_path / "out")
+    real_work = tmp_path / "real"
+    real_work.mkdir()
+    _real_darshan(lib, tmp_path / "real.darshan", [*launch, bin_path(prog), str(real_work)], env)
+    real = _by_file(records(tmp_path / "real.darshan")[1], real_work)
+    ours = _by_file(records(app)[1], work)
+    # Darshan keeps a record for a rename's target (known_mix renames sub/tmp to sub/tmp2, then unlinks it)
+    assert set(ours) == set(real) - {("POSIX", "sub/tmp2", 0)}
+    for key, c in ours.items():
+        assert {n: v for n, v in c.items() if n not in BY_DESIGN} == \
+            {n: v for n, v in real[key].items() if n not in BY_DESIGN}, key
+    rep = darshan.DarshanReport(str(tmp_path / "real.darshan"), read_all=False)
+    assert rep.metadata["job"]["nprocs"] == records(app)[0].metadata["job"]["nprocs"]
