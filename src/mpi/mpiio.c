@@ -393,9 +393,15 @@ static int direct_shared_write(struct mpiio_file *f, int64_t pos, int64_t n, int
     return 0;
 }
 
-/* Keep a blocking write pending. Returns 1 if it did (and *rc is the
- * write's result), 0 if the write must go to MPI-IO. */
-static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const void *buf, int count,
+/* What acb_write did with a write. */
+enum acb_outcome {
+    ACB_PASS = 0,        /* the write goes to MPI-IO as the program made it */
+    ACB_KEPT = 1,        /* kept pending (or failed: *rc) */
+    ACB_PASS_INDEP = 2,  /* a collective write goes to MPI-IO as each rank's independent one */
+};
+
+/* Keep a blocking write pending, or decide how it goes to MPI-IO. */
+static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const void *buf, int count,
                      MPI_Datatype t, int collective, MPI_Status *st, int *rc)
 {
     int64_t n = type_bytes(count, t), pos;
@@ -409,34 +415,38 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
         collective_call(f);
     if (collective && f->aggregating && f->nprocs > 1) {
         /* The cost model for collective writes: when every rank's piece is
-         * worth writing as it is (or empty), MPI-IO's own collective write
-         * costs no copy or exchange; what is pending anywhere goes first,
-         * on every rank alike (all are in this call). */
-        int64_t mine[2], all[2];
+         * worth writing as it is (or empty), no copy or exchange is; what
+         * is pending anywhere goes first, on every rank alike (all are in
+         * this call). Pieces of a stripe or more go to MPI-IO's collective
+         * write, whose file domains are then whole stripes; smaller ones
+         * as each rank's independent write: a collective write would only
+         * add its own exchange to pieces that need none. */
+        int64_t mine[3], all[3];
         int known = count >= 0 && stream_pos(f, explicit_off, &pos) == 0;
         mine[0] = known && (n == 0 || direct_worthy(f, pos, n)) ? 0 : 1;
         mine[1] = (int64_t)f->pending.n;
-        SLUICE_PMPI(Allreduce)(mine, all, 2, SLUICE_MPI_INT64, SLUICE_MPI_MAX, f->comm);
+        mine[2] = n == 0 || n >= f->hints.stripe_size ? 0 : 1;
+        SLUICE_PMPI(Allreduce)(mine, all, 3, SLUICE_MPI_INT64, SLUICE_MPI_MAX, f->comm);
         if (all[0] == 0) {
             uint64_t t0 = sluice_now();
             if (all[1] != 0 && (*rc = acb_flush(f)) != MPI_SUCCESS)
-                return 1;
+                return ACB_KEPT;
             f->direct_ok = 1;   /* nothing is pending anywhere */
             sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
-            return 0;
+            return all[2] == 0 ? ACB_PASS : ACB_PASS_INDEP;
         }
     }
     if (!f->aggregating || f->passthru || count < 0 || stream_pos(f, explicit_off, &pos) != 0)
-        return 0;
+        return ACB_PASS;
     owner = pending_owner(f);
     if (n > INT_MAX || owner->pending.bytes + n > owner->hints.max_memory)
-        return fall_back_in_write(f, rc);
+        return fall_back_in_write(f, rc) ? ACB_KEPT : ACB_PASS;
     if (!collective && owner == f && f->nprocs > 1) {
         int go;
         if (direct_shared_write(f, pos, n, &go, rc))
-            return 1;
+            return ACB_KEPT;
         if (go)
-            return 0;
+            return ACB_PASS;
     }
     if (owner == f && f->nprocs == 1 && direct_worthy(f, pos, n)) {
         /* The cost model: a one-rank file's write of a stripe or more gains
@@ -444,9 +454,9 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
          * then the write itself, straight to MPI-IO. */
         uint64_t t0 = sluice_now();
         if ((*rc = write_own(f)) != MPI_SUCCESS)
-            return 1;
+            return ACB_KEPT;
         sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
-        return 0;
+        return ACB_PASS;
     }
     /* Collective call k's writes: epoch 2k; independent ones after it: 2k + 1. */
     a.pending = &owner->pending;
@@ -460,7 +470,7 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
             int where = 0;
             if (!tmp || SLUICE_PMPI(Pack)(buf, count, t, tmp, (int)n, &where, SLUICE_MPI_COMM_SELF) != MPI_SUCCESS) {
                 free(tmp);
-                return fall_back_in_write(f, rc);
+                return fall_back_in_write(f, rc) ? ACB_KEPT : ACB_PASS;
             }
             src = tmp;
             packed = 1;
@@ -469,7 +479,7 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
         if (view_map(f, pos, n, add_piece, &a) != 0) {
             if (packed)
                 free((void *)src);
-            return fall_back_in_write(f, rc);
+            return fall_back_in_write(f, rc) ? ACB_KEPT : ACB_PASS;
         }
         if (packed)
             free((void *)src);
@@ -484,7 +494,7 @@ static int acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const
         *rc = write_own(f);
         sluice_count_meta(f->rec, SLUICE_SIDES_FS, MPIIO_ACB_BUFFER_WRITES, t0, t0);
     }
-    return 1;
+    return ACB_KEPT;
 }
 
 /* The first error of two steps. */
@@ -811,16 +821,26 @@ SLUICE_EXPORT int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
     count_io(f, SLUICE_SIDES_BOTH, SLUICE_READ, counter, type_bytes(count, t), rc, t0);          \
     return first_error(pending_rc, rc);
 
-/* A blocking write: kept pending when the file aggregates, else passed on. */
-#define WRITE_BODY(name, off_ptr, counter, collective, ...)                                                  \
+/* A blocking write: kept pending when the file aggregates, else passed on
+ * (a collective one maybe as its independent counterpart indep_name, which
+ * takes the same arguments). */
+#define WRITE_BODY(name, indep_name, off_ptr, counter, collective, ...)                          \
     struct mpiio_file *f = file_find(fh);                                                        \
     uint64_t t0;                                                                                 \
     int rc;                                                                                      \
+    enum acb_outcome how;                                                                        \
     if (!f)                                                                                      \
         return NEXT(name)(__VA_ARGS__);                                                          \
     t0 = sluice_now();                                                                           \
-    if (acb_write(f, off_ptr, buf, count, t, collective, st, &rc)) {                             \
+    how = acb_write(f, off_ptr, buf, count, t, collective, st, &rc);                             \
+    if (how == ACB_KEPT) {                                                                       \
         count_io(f, SLUICE_SIDES_APP, SLUICE_WRITE, counter, type_bytes(count, t), rc, t0);      \
+        return rc;                                                                               \
+    }                                                                                            \
+    if (how == ACB_PASS_INDEP) {                                                                 \
+        rc = NEXT(indep_name)(__VA_ARGS__);                                                      \
+        count_io(f, SLUICE_SIDES_APP, SLUICE_WRITE, counter, type_bytes(count, t), rc, t0);      \
+        count_io(f, SLUICE_SIDES_FS, SLUICE_WRITE, MPIIO_INDEP_WRITES, type_bytes(count, t), rc, t0); \
         return rc;                                                                               \
     }                                                                                            \
     rc = NEXT(name)(__VA_ARGS__);                                                                \
@@ -864,23 +884,23 @@ SLUICE_EXPORT int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datat
 SLUICE_EXPORT int MPI_File_write_at(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
                                     MPI_Status *st)
 {
-    WRITE_BODY(File_write_at, &off, MPIIO_INDEP_WRITES, 0, fh, off, buf, count, t, st)
+    WRITE_BODY(File_write_at, File_write_at, &off, MPIIO_INDEP_WRITES, 0, fh, off, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write_at_all(MPI_File fh, MPI_Offset off, const void *buf, int count, MPI_Datatype t,
                                         MPI_Status *st)
 {
-    WRITE_BODY(File_write_at_all, &off, MPIIO_COLL_WRITES, 1, fh, off, buf, count, t, st)
+    WRITE_BODY(File_write_at_all, File_write_at, &off, MPIIO_COLL_WRITES, 1, fh, off, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    WRITE_BODY(File_write, NULL, MPIIO_INDEP_WRITES, 0, fh, buf, count, t, st)
+    WRITE_BODY(File_write, File_write, NULL, MPIIO_INDEP_WRITES, 0, fh, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Status *st)
 {
-    WRITE_BODY(File_write_all, NULL, MPIIO_COLL_WRITES, 1, fh, buf, count, t, st)
+    WRITE_BODY(File_write_all, File_write, NULL, MPIIO_COLL_WRITES, 1, fh, buf, count, t, st)
 }
 
 SLUICE_EXPORT int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype t, MPI_Status *st)
@@ -954,7 +974,7 @@ static int completed_request(int64_t bytes, MPI_Request *req)
     if (!f)                                                                                      \
         return NEXT(name)(__VA_ARGS__);                                                          \
     t0 = sluice_now();                                                                           \
-    if (acb_write(f, off_ptr, buf, count, t, 0, MPI_STATUS_IGNORE, &rc)) {                       \
+    if (acb_write(f, off_ptr, buf, count, t, 0, MPI_STATUS_IGNORE, &rc) == ACB_KEPT) {           \
         if (rc == MPI_SUCCESS)                                                                   \
             rc = completed_request(type_bytes(count, t), req);                                   \
         count_io(f, SLUICE_SIDES_APP, SLUICE_WRITE, MPIIO_NB_WRITES, type_bytes(count, t), rc, t0); \

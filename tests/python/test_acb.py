@@ -278,12 +278,14 @@ def test_sequential_regions_are_written_by_their_ranks(tmp_path):
                    "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
 
 
-def test_collective_pieces_of_a_unit_go_to_mpiio_collectively(tmp_path):
-    """write_at_all with a 64 KiB piece on every rank: MPI-IO's own
-    collective write, counted as direct; nothing is ever pending."""
+def test_collective_pieces_of_a_unit_go_out_independently(tmp_path):
+    """write_at_all with a 64 KiB piece on every rank (a unit, less than a
+    stripe): each rank's piece goes to MPI-IO as its independent write, with
+    no collective buffering; nothing is ever pending."""
     entries, acb = ior_plain_and_acb(tmp_path, "--piece", "64K", "--api", "coll")
     e = entries["f"]
-    assert e["app"]["MPIIO_COLL_WRITES"] == e["fs"]["MPIIO_COLL_WRITES"] == 16
+    assert e["app"]["MPIIO_COLL_WRITES"] == 16 and e["fs"]["MPIIO_COLL_WRITES"] == 0
+    assert e["fs"]["MPIIO_INDEP_WRITES"] == 16 and e["fs"]["MPIIO_BYTES_WRITTEN"] == 16 * 65536
     assert acb == {"MPIIO_ACB_DIRECT_WRITES": 16, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
                    "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
 

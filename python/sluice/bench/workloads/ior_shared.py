@@ -52,6 +52,8 @@ def _metrics() -> tuple[Metric, ...]:
                for m, *_ in METHODS]
         ms.append(Metric(f"acb_over_best_peer_{size}", "x",
                          help=f"{size} pieces: the best acb method's MiB/s over the best plain method's"))
+        ms += [Metric(f"acb_over_plain_{_key(m, piece)}", "x", help=f"{size} pieces: acb-{m} / {m}")
+               for m, *_ in _PEERS]
     return tuple(ms)
 
 
@@ -100,6 +102,9 @@ class IorShared(Workload):
             peers = [v for m, v in rates.items() if not m.startswith("acb-")]
             acbs = [v for m, v in rates.items() if m.startswith("acb-")]
             out[f"acb_over_best_peer_{format_size(piece)}"] = max(acbs) / max(peers) if peers and acbs else None
+            for m in rates:
+                if not m.startswith("acb-") and f"acb-{m}" in rates:
+                    out[f"acb_over_plain_{_key(m, piece)}"] = rates[f"acb-{m}"] / rates[m]
         print(self.table(pieces, wanted, out), file=sys.stderr)
         return out
 
