@@ -93,6 +93,8 @@ def check(path: Path) -> str:
         if new and mid in L.MODULE_VERSIONS and mod_ver[mid] > L.MODULE_VERSIONS[mid]:
             raise LogFormatError(f"{L.MODULE_NAMES[mid]} module version {mod_ver[mid]} is newer than this "
                                  f"reader's ({L.MODULE_VERSIONS[mid]})")
+    if job_end <= hdr.size:
+        raise LogFormatError("corrupt header (no room for the job region)")
     job = _inflate(data, hdr.size, job_end - hdr.size, "job")
     if len(job) <= L.JOB.size - (0 if new else 16):
         raise LogFormatError("truncated job region")
