@@ -278,6 +278,7 @@ def _broken(tmp_path: Path, app: Path) -> dict[str, Path]:
              "job region garbage": data[: L.HEADER.size] + zlib.compress(b"x" * 50) + data[L.HEADER.size + 200:],
              "not a log": b"hello, world\n" * 10,
              "newer POSIX module": _with_header(data, mod_ver={L.POSIX: 99}),
+             "bad compression type": data[:16] + b"\x07" + data[17:],     # crashed libdarshan-util
              "record cut off": _with_module(data, L.STDIO, lambda body: body[:-8])}
     out = {}
     for name, b in cases.items():

@@ -12,7 +12,7 @@ import struct
 
 LOG_VERSION = b"3.41"
 MAGIC = 6567223
-ZLIB = 0                      # compression type 0: every region is one zlib stream
+ZLIB, BZIP2, NO_COMPRESSION = 0, 1, 2   # compression types; sluice writes zlib, one stream per region
 MAX_MODS = 64
 
 # version_string[8], magic (i64), comp_type (u8, then 7 bytes of padding),

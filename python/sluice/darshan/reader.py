@@ -16,6 +16,7 @@ counters are the fs side, otherwise fs equals app.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import os
 import struct
@@ -47,17 +48,24 @@ def looks_like_darshan(path: Path) -> bool:
     return not head.startswith(SLUICE_MAGIC) and path.suffix == ".darshan"
 
 
-def _inflate(data: bytes, off: int, length: int, what: str) -> bytes:
+def _inflate(data: bytes, off: int, length: int, what: str, comp: int = L.ZLIB) -> bytes:
+    """One region's bytes: whole zlib or bzip2 streams, or stored as is."""
     if off + length > len(data) or (length and off < L.HEADER_OLD.size):
         raise LogFormatError(f"truncated: the {what} region lies outside the file")
-    z = zlib.decompressobj()
-    try:
-        out = z.decompress(data[off:off + length])
-    except zlib.error as e:
-        raise LogFormatError(f"corrupt {what} region ({e})") from None
-    if not z.eof:
-        raise LogFormatError(f"truncated {what} region")
-    return out
+    raw = data[off:off + length]
+    if comp == L.NO_COMPRESSION:
+        return raw
+    out = []
+    while raw:     # the runtime of an MPI job writes each rank's part as a stream of its own
+        z = zlib.decompressobj() if comp == L.ZLIB else bz2.BZ2Decompressor()
+        try:
+            out.append(z.decompress(raw))
+        except (zlib.error, OSError, ValueError) as e:
+            raise LogFormatError(f"corrupt {what} region ({e})") from None
+        if not z.eof:
+            raise LogFormatError(f"truncated {what} region")
+        raw = z.unused_data
+    return b"".join(out)
 
 
 def check(path: Path) -> str:
@@ -84,8 +92,8 @@ def check(path: Path) -> str:
     nmods = L.MAX_MODS if new else 16
     name_off, name_len = fields[4], fields[5]
     mod_map = fields[6:6 + 2 * nmods]
-    if comp != L.ZLIB:
-        return version          # bzip2 or uncompressed: left to the library
+    if comp not in (L.ZLIB, L.BZIP2, L.NO_COMPRESSION):
+        raise LogFormatError(f"corrupt header (compression type {comp})")
     mod_ver = fields[6 + 2 * nmods:]
     regions = [(mod_map[2 * i], mod_map[2 * i + 1], i) for i in range(nmods) if mod_map[2 * i + 1]]
     job_end = name_off if name_off else min([o for o, _, _ in regions], default=len(data))
@@ -95,11 +103,11 @@ def check(path: Path) -> str:
                                  f"reader's ({L.MODULE_VERSIONS[mid]})")
     if job_end <= hdr.size:
         raise LogFormatError("corrupt header (no room for the job region)")
-    job = _inflate(data, hdr.size, job_end - hdr.size, "job")
+    job = _inflate(data, hdr.size, job_end - hdr.size, "job", comp)
     if len(job) <= L.JOB.size - (0 if new else 16):
         raise LogFormatError("truncated job region")
     if name_len:
-        names = _inflate(data, name_off, name_len, "name")
+        names = _inflate(data, name_off, name_len, "name", comp)
         pos = 0
         while pos < len(names):
             nul = names.find(b"\0", pos + 8)
@@ -108,7 +116,7 @@ def check(path: Path) -> str:
             pos = nul + 1
     for off, length, mid in regions:
         what = L.MODULE_NAMES.get(mid, f"module {mid}")
-        body = _inflate(data, off, length, what)
+        body = _inflate(data, off, length, what, comp)
         if new and mid in L.MODULE_VERSIONS and mod_ver[mid] == L.MODULE_VERSIONS[mid] \
                 and len(body) % L.record_struct(mid).size:
             raise LogFormatError(f"corrupt {what} region (a record is cut off)")
