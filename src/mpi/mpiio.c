@@ -81,6 +81,7 @@ struct mpiio_file {
     struct sluice_record *rec;     /* MPIIO record of the path */
     int aggregating;               /* opened under --mode acb: flushes are collective */
     int passthru;                  /* this rank stopped aggregating (fallback) */
+    int alone;                     /* ... in a write, while the other ranks may go on */
     MPI_Comm comm;                 /* private duplicate of the open's communicator */
     int nprocs;                    /* its size */
     uint64_t collectives;          /* collective calls so far: the pending writes' epoch */
@@ -288,6 +289,8 @@ static int fall_back(struct mpiio_file *f)
 static int fall_back_in_write(struct mpiio_file *f, int *rc)
 {
     int err = fall_back(f);
+
+    f->alone = 1;
     if (err == MPI_SUCCESS)
         return 0;
     *rc = err;
@@ -400,6 +403,16 @@ enum acb_outcome {
     ACB_PASS_INDEP = 2,  /* a collective write goes to MPI-IO as each rank's independent one */
 };
 
+/* A write passed to MPI-IO by a rank that stopped aggregating in a write
+ * (memory cap, a type it could not pack) while the other ranks of a shared
+ * file may keep theirs pending: a collective call would wait for them
+ * forever, so it goes as the rank's independent write. (Atomic mode and
+ * undecodable views stop every rank alike, in a collective call.) */
+static enum acb_outcome alone(const struct mpiio_file *f, int collective)
+{
+    return collective && f->aggregating && f->nprocs > 1 && f->alone ? ACB_PASS_INDEP : ACB_PASS;
+}
+
 /* Keep a blocking write pending, or decide how it goes to MPI-IO. */
 static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explicit_off, const void *buf, int count,
                      MPI_Datatype t, int collective, MPI_Status *st, int *rc)
@@ -437,16 +450,16 @@ static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explic
         }
     }
     if (!f->aggregating || f->passthru || count < 0 || stream_pos(f, explicit_off, &pos) != 0)
-        return ACB_PASS;
+        return alone(f, collective);
     owner = pending_owner(f);
     if (n > INT_MAX || owner->pending.bytes + n > owner->hints.max_memory)
-        return fall_back_in_write(f, rc) ? ACB_KEPT : ACB_PASS;
+        return fall_back_in_write(f, rc) ? ACB_KEPT : alone(f, collective);
     if (!collective && owner == f && f->nprocs > 1) {
         int go;
         if (direct_shared_write(f, pos, n, &go, rc))
             return ACB_KEPT;
         if (go)
-            return ACB_PASS;
+            return alone(f, collective);
     }
     if (owner == f && f->nprocs == 1 && direct_worthy(f, pos, n)) {
         /* The cost model: a one-rank file's write of a stripe or more gains
@@ -456,7 +469,7 @@ static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explic
         if ((*rc = write_own(f)) != MPI_SUCCESS)
             return ACB_KEPT;
         sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
-        return ACB_PASS;
+        return alone(f, collective);
     }
     /* Collective call k's writes: epoch 2k; independent ones after it: 2k + 1. */
     a.pending = &owner->pending;
@@ -470,7 +483,7 @@ static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explic
             int where = 0;
             if (!tmp || SLUICE_PMPI(Pack)(buf, count, t, tmp, (int)n, &where, SLUICE_MPI_COMM_SELF) != MPI_SUCCESS) {
                 free(tmp);
-                return fall_back_in_write(f, rc) ? ACB_KEPT : ACB_PASS;
+                return fall_back_in_write(f, rc) ? ACB_KEPT : alone(f, collective);
             }
             src = tmp;
             packed = 1;
@@ -479,7 +492,7 @@ static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explic
         if (view_map(f, pos, n, add_piece, &a) != 0) {
             if (packed)
                 free((void *)src);
-            return fall_back_in_write(f, rc) ? ACB_KEPT : ACB_PASS;
+            return fall_back_in_write(f, rc) ? ACB_KEPT : alone(f, collective);
         }
         if (packed)
             free((void *)src);

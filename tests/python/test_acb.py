@@ -345,3 +345,20 @@ def test_rounds_keep_amr_checkpoints_byte_identical(tmp_path, variant):
         assert e["app"]["MPIIO_ACB_DIRECT_WRITES"] > 0 and e["fs"]["MPIIO_ACB_ROUNDS"] >= 4
     else:
         assert e["fs"]["MPIIO_ACB_ROUNDS"] >= 4 * 10
+
+
+def test_a_rank_over_its_memory_cap_in_collective_writes(tmp_path):
+    """Ranks holding different numbers of boxes reach a small memory cap in
+    different collective calls: the rank that stopped aggregating writes its
+    later collective pieces as independent writes (a collective call of its
+    own would wait forever for the others, which keep theirs pending)."""
+    hints = ["--hints", "striping_unit=4096,sluice_acb_aggregators=2,sluice_acb_max_memory=45000"]
+    plain = tmp_path / "plain.dat"
+    amr("sluice-bench-amr-ckpt", "coll", plain, *hints)
+    d = tmp_path / "acb"
+    d.mkdir()
+    logs = tmp_path / "logs"
+    amr("sluice-bench-amr-ckpt", "coll", d / "c.dat", *hints, mode="acb", logdir=logs)
+    assert (d / "c.dat").read_bytes() == plain.read_bytes()
+    e = file_entry(report_json(logs), d / "c.dat")
+    assert e["app"]["MPIIO_FALLBACKS"] >= 1 and e["fs"]["MPIIO_INDEP_WRITES"] > 0
