@@ -459,39 +459,41 @@ static int run_round(struct flush *fl, size_t first, int64_t wstart)
         rdata = rsum > fl->h->buffer_size ? malloc((size_t)rsum) : fl->rbuf;
         ok = ss.hdr && ss.blen && ss.addr && scnt && rhdr && (!nrecv || (fl->rbuf && rdata));
     }
+    for (int r = 0; r < nprocs; r++)
+        stypes[r] = SLUICE_MPI_BYTE;
+    if (ok) {
+        hpos = scnt + nprocs;
+        bpos = scnt + 2 * nprocs;
+        memcpy(hpos, shd, (size_t)nprocs * sizeof *hpos);
+        for (int r = 0, b = 0; r < nprocs; r++) {
+            bpos[r] = b;
+            b += (int)scounts[2 * r];
+        }
+        ss.hpos = hpos;
+        ss.bpos = bpos;
+        for_each_piece(fl->p, first, &fl->rd, wstart, fill_piece, &ss);
+        for (int r = 0, b = 0; r < nprocs && ok; r++) {
+            scnt[r] = scounts[2 * r] ? 1 : 0;
+            ok = block_type((int)scounts[2 * r], ss.blen + b, ss.addr + b, &stypes[r]) == MPI_SUCCESS;
+            b += (int)scounts[2 * r];
+        }
+    }
+    clock_mark(fl->clock, PHASE_PACK);
     SLUICE_PMPI(Allreduce)(&ok, &all_ok, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, fl->comm);
     clock_mark(fl->clock, PHASE_PLAN);
     if (!all_ok) {
         rc = -1;
         goto out;
     }
-    hpos = scnt + nprocs;
-    bpos = scnt + 2 * nprocs;
-    memcpy(hpos, shd, (size_t)nprocs * sizeof *hpos);
-    for (int r = 0, b = 0; r < nprocs; r++) {
-        bpos[r] = b;
-        b += (int)scounts[2 * r];
-    }
-    ss.hpos = hpos;
-    ss.bpos = bpos;
-    for_each_piece(fl->p, first, &fl->rd, wstart, fill_piece, &ss);
-    for (int r = 0, b = 0; r < nprocs; r++) {
-        scnt[r] = scounts[2 * r] ? 1 : 0;
-        if (block_type((int)scounts[2 * r], ss.blen + b, ss.addr + b, &stypes[r]) != MPI_SUCCESS) {
-            rc = MPI_ERR_TYPE;   /* sends nothing to r; the agreement reports it */
-            scnt[r] = 0;
-        }
-        b += (int)scounts[2 * r];
+    for (int r = 0; r < nprocs; r++)
         fl->sent += scounts[2 * r + 1];
-    }
     fl->received += rsum;
-    clock_mark(fl->clock, PHASE_PACK);
     SLUICE_PMPI(Alltoallv)(ss.hdr, shc, shd, SLUICE_MPI_INT64, rhdr, rhc, rhd, SLUICE_MPI_INT64, fl->comm);
     clock_mark(fl->clock, PHASE_HEADERS);
     rc = receive_and_write(fl, rhdr, rhc, rhd, rdc, rdd, rdata, scnt, stypes, rc);
-    free_types(stypes, nprocs);
     fl->st->rounds++;
 out:
+    free_types(stypes, nprocs);
     free(ss.hdr);
     free(ss.blen);
     free(ss.addr);
