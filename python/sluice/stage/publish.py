@@ -81,8 +81,15 @@ def error_text(e: OSError) -> str:
 def drain(tier: Tier, jobs: int = 4, force: bool = False) -> list[Outcome]:
     """Publish every entry that is ours to publish, `jobs` at a time; one Outcome per entry."""
     ids = entry_ids(tier)
+    # One owner's entries go one after another: its lock (locks/HOST-PID) is
+    # a flock, which two threads of this process, on two descriptors, would
+    # contend for, each taking the other for a live owner.
+    by_owner: dict[str, list[str]] = {}
+    for i in ids:
+        by_owner.setdefault(owner_of(i), []).append(i)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda i: publish(tier, i, force), ids))
+        done = pool.map(lambda group: [publish(tier, i, force) for i in group], by_owner.values())
+        return [o for group in done for o in group]
 
 
 def publish(tier: Tier, entry_id: str, force: bool = False) -> Outcome:
