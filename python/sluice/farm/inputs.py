@@ -8,8 +8,9 @@ as a stage tier is: 0700, owned by the user, never a symbolic link. Inside:
                        modification time and inode, so a changed input is
                        copied again and an unchanged one is reused by every
                        task, rank and later farm on the node
-  tiers/KEY.A/         the stage tier of attempt A of the task KEY identifies
-                       (its command and directory: journal.task_key)
+  tiers/KEY.JOB.N.A/   the stage tier of attempt A of task N of farm JOB, KEY
+                       the task's identity (its command and directory:
+                       journal.task_key)
   out/JOB.N.A.out|err  what the attempt printed, until it ends
 """
 

@@ -35,8 +35,9 @@ _SYNC_INTERVAL_S = 1.0
 
 
 def task_key(argv: list[str], workdir: str) -> str:
-    """A task's identity: its filled command and working directory."""
-    return hashlib.sha256(json.dumps([argv, workdir]).encode()).hexdigest()[:20]
+    """A task's identity: its filled command and working directory (made
+    absolute: the same command in another directory is another task)."""
+    return hashlib.sha256(json.dumps([argv, os.path.abspath(workdir)]).encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
