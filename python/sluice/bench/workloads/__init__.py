@@ -8,6 +8,7 @@ from sluice.bench.workloads.ckpt_burst import CkptBurst
 from sluice.bench.workloads.create_once import CreateOnce
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, format_size, parse_size
 from sluice.bench.workloads.ensemble import Ensemble
+from sluice.bench.workloads.farm_ensemble import FarmEnsemble
 from sluice.bench.workloads.fpp_netcdf import FppNetcdf
 from sluice.bench.workloads.ior_shared import IorShared
 from sluice.bench.workloads.limits import Limits
@@ -23,7 +24,7 @@ WORKLOADS: dict[str, type[Workload]] = {
     w.name: w
     for w in (
         Limits, SmallIO, Ensemble, CkptBurst, FppNetcdf, AmrN1, AmrCkpt, Overhead,
-        NcAppend, RandRead, SmallRead, CreateOnce, StridedShared, IorShared,
+        NcAppend, RandRead, SmallRead, CreateOnce, StridedShared, IorShared, FarmEnsemble,
     )
 }  # fmt: skip
 
