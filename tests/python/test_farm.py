@@ -298,3 +298,26 @@ def test_tasks_do_not_see_the_launchers_mpi_environment(tmp_path):
     env = dict(l.split("=", 1) for l in (tmp_path / "tasks" / "1" / "env.txt").read_text().splitlines() if "=" in l)
     assert not [k for k in env if k.startswith(("OMPI_", "PMIX_", "PMI_"))]
     assert env["SLUICE_FARM_TASK"] == "1" and env["SLUICE_FARM_TASKS"] == "1" and env["SLUICE_FARM_SLOT"] == "1"
+
+
+def test_report_takes_a_farm_as_one_job_and_shows_each_task(tmp_path):
+    forcing, cells_file = setup_ensemble(tmp_path, ["1", "2", "3"])
+    cp = farm(tmp_path, "-j", "2", "--input", str(forcing), "--tasks", str(cells_file), "--",
+              member(), "{1}", str(FILES), str(STEPS), "{input}")
+    assert cp.returncode == 0, cp.stderr
+    job = summary(tmp_path)["job"]
+    whole = sluice("report", "--json", "--by-task", str(tmp_path / "logs"))
+    assert "jobs found" not in whole.stderr  # the tasks' logs are one job, not three
+    r = json.loads(whole.stdout)
+    assert r["job_id"] == job and r["processes"] == 3
+    assert [(t["task"], t["processes"]) for t in r["tasks"]] == [(1, 1), (2, 1), (3, 1)]
+    per_task = summary(tmp_path)["io"]["per_task"]
+    for t in r["tasks"]:
+        # The report counts every record; the farm's summary leaves out the
+        # node-local input copy, which each task opens once per step.
+        assert t["app_meta_ops"] == per_task[str(t["task"])]["app"]["metadata_ops"] + STEPS
+        assert t["fs_meta_ops"] < t["app_meta_ops"]
+    one = json.loads(sluice("report", "--json", "--job", f"{job}/2", str(tmp_path / "logs")).stdout)
+    assert one["job_id"] == f"{job}/2" and one["processes"] == 1
+    plain = sluice("report", "--by-task", str(tmp_path / "logs"), check=False)
+    assert plain.returncode == 0 and "Tasks (sluice farm)" in plain.stdout

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from sluice.errors import UserError
-from sluice.report.model import load_job
-from sluice.report.text import render
+from sluice.report.model import load_job, task_rows
+from sluice.report.text import render, render_tasks
 
 
 @click.command()
@@ -18,8 +18,10 @@ from sluice.report.text import render
               help="Also write a self-contained HTML page with plots.")
 @click.option("--job", default=None, help="Report this job when the logs hold several (default: the latest).")
 @click.option("--top", default=10, show_default=True, help="Files listed in the top-N tables.")
+@click.option("--by-task", is_flag=True, help="A `sluice farm` job: one row per task (--job JOB/N reports one task).")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
-def command(as_json: bool, html: Path | None, job: str | None, top: int, logs: tuple[Path, ...]) -> None:
+def command(as_json: bool, html: Path | None, job: str | None, top: int, by_task: bool,
+            logs: tuple[Path, ...]) -> None:
     """Merge the logs of a job (files or directories of .sluice logs, or Darshan logs)."""
     j = load_job(list(logs), job)
     if html is not None:
@@ -29,9 +31,17 @@ def command(as_json: bool, html: Path | None, job: str | None, top: int, logs: t
             write_html(j, html, top=max(top, 20))
         except OSError as e:
             raise UserError(f"cannot write {html}: {e.strerror}") from None
+    tasks = task_rows(j) if by_task else []
+    if by_task and not tasks:
+        raise UserError(f"job {j.job_id} is not a sluice farm job (its logs have no task numbers)")
     if as_json:
-        click.echo(json.dumps(j.to_json(), indent=1, sort_keys=False))
+        out = j.to_json()
+        if by_task:
+            out["tasks"] = tasks
+        click.echo(json.dumps(out, indent=1, sort_keys=False))
     else:
         click.echo(render(j, top=top), nl=False)
+        if by_task:
+            click.echo(render_tasks(tasks), nl=False)
         if html is not None:
             click.echo(f"HTML report: {html}")

@@ -168,12 +168,50 @@ def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False) ->
     return logs
 
 
+def farm_job(job_id: str) -> str:
+    """The job a log belongs to: a `sluice farm` task's logs carry JOB/N
+    (the farm's job, then the task number) and belong to JOB."""
+    head, sep, tail = job_id.rpartition("/")
+    return head if sep and head and tail.isdigit() else job_id
+
+
+def task_rows(job: "Job") -> list[dict]:
+    """One row per farm task of a job (empty when it is not a farm): its
+    processes, run time, and the metadata operations and bytes of each side."""
+    from sluice.farm.summary import META_COUNTERS
+
+    by_task: dict[str, list[Log]] = defaultdict(list)
+    for l in job.logs:
+        head, sep, tail = l.job_id.rpartition("/")
+        if sep and tail.isdigit():
+            by_task[tail].append(l)
+    rows = []
+    for task in sorted(by_task, key=int):
+        logs = by_task[task]
+        row = {"task": int(task), "processes": len(logs),
+               "runtime_s": (max(l.end_ns for l in logs) - min(l.start_ns for l in logs)) / 1e9}
+        for side in ("app", "fs"):
+            meta = written = 0
+            for l in logs:
+                for r in l.records:
+                    c = getattr(r, side)
+                    meta += sum(int(c.get(k, 0)) for k in META_COUNTERS)
+                    written += int(c.get("POSIX_BYTES_WRITTEN", 0))
+            row[f"{side}_meta_ops"], row[f"{side}_bytes_written"] = meta, written
+        rows.append(row)
+    return rows
+
+
 def select_job(logs: list[Log], job: str | None = None, warn=None) -> tuple[str, list[Log]]:
     """The logs of one job: the one asked for, else the most recent."""
     warn = warn or (lambda msg: print(f"sluice: note: {msg}", file=sys.stderr))
     by_job: dict[str, list[Log]] = defaultdict(list)
     for l in logs:
-        by_job[l.job_id].append(l)
+        by_job[farm_job(l.job_id)].append(l)
+    if job is not None and job not in by_job:
+        tasks = [l for l in logs if l.job_id == job]  # one task of a farm: JOB/N
+        if tasks:
+            return job, tasks
     if job is not None:
         if job not in by_job:
             raise UserError(f"no logs of job {job!r} (jobs found: {', '.join(sorted(by_job))})")

@@ -141,3 +141,19 @@ def _mpiio_table(con: Console, job: Job) -> None:
     for b, label in zip(BUCKETS, BUCKET_LABELS):
         sizes.add_row(label, *(f"{int(getattr(job, side).get(f'MPIIO_SIZE_WRITE_{b}', 0)):,}" for side in ("app", "fs")))
     con.print(sizes)
+
+
+def render_tasks(rows: list[dict], width: int = 110) -> str:
+    """A `sluice farm` job, one row per task (report --by-task)."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
+    t = Table(title="Tasks (sluice farm): metadata operations and bytes written, app and fs",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for name in ("task", "processes", "run time", "meta app", "meta fs", "app/fs", "written app", "written fs"):
+        t.add_column(name, justify="right")
+    for r in rows:
+        t.add_row(str(r["task"]), str(r["processes"]), f"{r['runtime_s']:.3f} s", f"{r['app_meta_ops']:,}",
+                  f"{r['fs_meta_ops']:,}", reduction(r["app_meta_ops"], r["fs_meta_ops"]),
+                  human_bytes(r["app_bytes_written"]), human_bytes(r["fs_bytes_written"]))
+    con.print(t)
+    return buf.getvalue()
