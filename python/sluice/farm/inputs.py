@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 from sluice.errors import UserError
-from sluice.stage.tier import _mkdir_private, check_private
+from sluice.stage.tier import mkdir_private, check_private
 
 
 def default_local_dir() -> Path:
@@ -33,7 +33,7 @@ def default_local_dir() -> Path:
 def open_local_dir(path: str | Path | None) -> Path:
     """The checked private directory, created if missing, with its subdirectories."""
     root = Path(os.path.abspath(path or default_local_dir()))
-    _mkdir_private(root)
+    mkdir_private(root)
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
@@ -45,7 +45,7 @@ def open_local_dir(path: str | Path | None) -> Path:
         except UserError as e:
             raise UserError(str(e).replace("refusing tier", "refusing the farm's local directory")) from None
         for sub in ("inputs", "tiers", "out"):
-            _mkdir_private(sub, dir_fd=fd)
+            mkdir_private(sub, dir_fd=fd)
     finally:
         os.close(fd)
     return root

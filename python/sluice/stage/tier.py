@@ -100,7 +100,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
     """
     root = Path(os.path.abspath(path if path is not None else default_tier()))
     if create:
-        _mkdir_private(root)
+        mkdir_private(root)
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -111,7 +111,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
         check_private(root, os.fstat(fd))
         if create:
             for sub in ("data", "journal", "locks", "names"):
-                _mkdir_private(sub, dir_fd=fd)
+                mkdir_private(sub, dir_fd=fd)
     finally:
         os.close(fd)
     return Tier(root)
@@ -136,7 +136,7 @@ def _open_failure(root: Path, e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def _mkdir_private(path: Path | str, dir_fd: int | None = None) -> None:
+def mkdir_private(path: Path | str, dir_fd: int | None = None) -> None:
     """mkdir 0700; an existing entry is left for the O_NOFOLLOW check to judge."""
     try:
         os.mkdir(path, 0o700, dir_fd=dir_fd)
