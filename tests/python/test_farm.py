@@ -321,3 +321,23 @@ def test_report_takes_a_farm_as_one_job_and_shows_each_task(tmp_path):
     assert one["job_id"] == f"{job}/2" and one["processes"] == 1
     plain = sluice("report", "--by-task", str(tmp_path / "logs"), check=False)
     assert plain.returncode == 0 and "Tasks (sluice farm)" in plain.stdout
+
+
+@pytest.mark.parametrize("kind", ["open-mode", "symlink"])
+def test_a_local_directory_others_can_reach_is_refused(tmp_path, kind):
+    """Tiers and input copies live in a private directory: never one with
+    group/other access, never through a symbolic link."""
+    (tmp_path / "t.txt").write_text("1\n")
+    local = tmp_path / "shared-local"
+    if kind == "open-mode":
+        local.mkdir(mode=0o755)
+        local.chmod(0o755)
+        reason = "mode 0755 gives access to group or others (want 0700)"
+    else:
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        local.symlink_to(tmp_path / "elsewhere")
+        reason = "a symbolic link"
+    cp = sluice("farm", "-q", "--local-dir", str(local), "--tasks", "t.txt", "--", "true", cwd=tmp_path, check=False)
+    assert cp.returncode == 1
+    assert cp.stderr == f"sluice: error: refusing the farm's local directory {local}: {reason}\n"
+    assert not (tmp_path / "tasks").exists()

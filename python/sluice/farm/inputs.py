@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 from sluice.errors import UserError
-from sluice.stage.tier import mkdir_private, check_private
+from sluice.stage.tier import check_private, mkdir_private, open_failure
 
 
 def default_local_dir() -> Path:
@@ -37,7 +37,7 @@ def open_local_dir(path: str | Path | None) -> Path:
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise UserError(f"refusing the farm's local directory {root}: {e.strerror}") from None
+        raise UserError(f"refusing the farm's local directory {root}: {open_failure(root, e)}") from None
     try:
         st = os.fstat(fd)
         try:

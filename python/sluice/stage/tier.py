@@ -106,7 +106,7 @@ def open_tier(path: Path | str | None = None, create: bool = False) -> Tier | No
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise UnsafeTier(root, _open_failure(root, e)) from None
+        raise UnsafeTier(root, open_failure(root, e)) from None
     try:
         check_private(root, os.fstat(fd))
         if create:
@@ -128,7 +128,7 @@ def check_private(root: Path, st: os.stat_result) -> None:
         raise UnsafeTier(root, f"mode {stat.S_IMODE(st.st_mode):04o} gives access to group or others (want 0700)")
 
 
-def _open_failure(root: Path, e: OSError) -> str:
+def open_failure(root: Path, e: OSError) -> str:
     if os.path.islink(root):  # O_NOFOLLOW on a symbolic link fails with ELOOP
         return "a symbolic link"
     if e.errno == errno.ENOTDIR:
