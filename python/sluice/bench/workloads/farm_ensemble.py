@@ -99,7 +99,7 @@ class FarmEnsemble(Workload):
                 "--seed", "{1}"]
         cmd = ["mpirun", "--oversubscribe", "-np", str(p["ranks"]), sys.executable, "-m", "sluice", "farm", "-q",
                "--mode", mode, "--schedule", schedule, "--journal", str(ctx.scratch / f"journal-{tag}-{time.monotonic_ns()}"),
-               "--log-dir", str(ctx.scratch / f"logs-{tag}"), "--json", str(summary),
+               "--log-dir", str(ctx.scratch / f"logs-{tag}"), "--json", str(summary), "--path", str(ctx.workdir),
                "--tasks", str(ctx.workdir / "tasks.txt"), "--", *task]
         before = fuse_ops(ctx.workdir)
         t0 = time.perf_counter()
