@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 MAGIC = b"SLUICELG"
 VERSION_MAJOR = 1
@@ -47,6 +50,51 @@ class Record:
     fs: dict[str, float]
 
 
+@dataclass(eq=False)
+class RecordBlock:
+    """The records of one MODULE region as arrays over the region's bytes:
+    a log of thousands of records costs a few arrays, not a dict per record."""
+    module: Module
+    ids: np.ndarray       # uint64, one per record
+    flags: np.ndarray     # uint32
+    ints: np.ndarray      # int64 [record, side (0 app, 1 fs), counter]
+    floats: np.ndarray    # float64 [record, side, counter]
+    paths: list[str]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def records(self) -> Iterator[Record]:
+        m = self.module
+        for rid, rflags, path, iv, fv in zip(self.ids.tolist(), self.flags.tolist(), self.paths,
+                                            self.ints.tolist(), self.floats.tolist()):
+            app, fs = dict(zip(m.int_names, iv[0])), dict(zip(m.int_names, iv[1]))
+            app.update(zip(m.float_names, fv[0]))
+            fs.update(zip(m.float_names, fv[1]))
+            yield Record(m.name, rid, path, rflags, app, fs)
+
+
+class Records(Sequence):
+    """A log's records, made into Record objects (with a dict per side) only
+    while a caller looks at them; `blocks` holds them as arrays."""
+
+    def __init__(self, blocks: list[RecordBlock]) -> None:
+        self.blocks = blocks
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.blocks)
+
+    def __iter__(self) -> Iterator[Record]:
+        for b in self.blocks:
+            yield from b.records()
+
+    def __getitem__(self, i):
+        return list(self)[i]
+
+    def __repr__(self) -> str:
+        return f"Records({len(self)} in {len(self.blocks)} blocks)"
+
+
 @dataclass
 class Log:
     path: Path
@@ -61,7 +109,8 @@ class Log:
     end_reason: str
     info: dict[str, str]
     modules: dict[int, Module] = field(default_factory=dict)
-    records: list[Record] = field(default_factory=list)
+    # a list of Record, or (from read_log) Records over arrays
+    records: Sequence[Record] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -194,6 +243,7 @@ def _parse(p: Path, data: bytes) -> Log:
                 rid = c.unpack("Q")[0]
                 names[rid] = c.str32()
 
+    blocks: list[RecordBlock] = []
     for t, _, body in regions:
         if t != R_MODULE:
             continue
@@ -206,17 +256,19 @@ def _parse(p: Path, data: bytes) -> Log:
         rec_size = 16 + 16 * ni + 16 * nf
         if nrec * rec_size > len(body) - c.pos:
             raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
-        ints = struct.Struct(f"<{2 * ni}q")
-        floats = struct.Struct(f"<{2 * nf}d")
-        for _ in range(nrec):
-            rid, rflags, _z = c.unpack("QII")
-            iv = ints.unpack(c.take(ints.size))
-            fv = floats.unpack(c.take(floats.size))
-            app = dict(zip(mod.int_names, iv[:ni]))
-            fs = dict(zip(mod.int_names, iv[ni:]))
-            app.update(zip(mod.float_names, fv[:nf]))
-            fs.update(zip(mod.float_names, fv[nf:]))
-            if rid not in names:
-                raise LogFormatError(f"{mod.name} record {rid:#x} has no name")
-            log.records.append(Record(mod.name, rid, names[rid], rflags, app, fs))
+        recs = np.frombuffer(body, dtype=_record_dtype(ni, nf), count=nrec, offset=c.pos)
+        ids = recs["id"]
+        paths = [names.get(rid) for rid in ids.tolist()]
+        if None in paths:
+            raise LogFormatError(f"{mod.name} record {int(ids[paths.index(None)]):#x} has no name")
+        blocks.append(RecordBlock(mod, ids, recs["flags"], recs["ints"].reshape(nrec, 2, ni),
+                                  recs["floats"].reshape(nrec, 2, nf), paths))
+    log.records = Records(blocks)
     return log
+
+
+def _record_dtype(ni: int, nf: int) -> np.dtype:
+    """One record of a MODULE region (docs/logformat.md), little-endian, packed."""
+    return np.dtype({"names": ["id", "flags", "ints", "floats"],
+                     "formats": ["<u8", "<u4", ("<i8", (2 * ni,)), ("<f8", (2 * nf,))],
+                     "offsets": [0, 8, 16, 16 + 16 * ni], "itemsize": 16 + 16 * ni + 16 * nf})

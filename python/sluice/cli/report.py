@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -35,10 +34,7 @@ def command(as_json: bool, html: Path | None, job: str | None, top: int, by_task
     if by_task and not tasks:
         raise UserError(f"job {j.job_id} is not a sluice farm job (its logs have no task numbers)")
     if as_json:
-        out = j.to_json()
-        if by_task:
-            out["tasks"] = tasks
-        click.echo(json.dumps(out, indent=1, sort_keys=False))
+        j.write_json(click.get_text_stream("stdout"), {"tasks": tasks} if by_task else None)
     else:
         click.echo(render(j, top=top), nl=False)
         if by_task:

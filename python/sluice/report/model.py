@@ -9,13 +9,19 @@ everything else adds up. Timestamps are made relative to the job's start
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
+
+import numpy as np
 
 from sluice.errors import UserError
 from sluice.logfmt import Log, LogFormatError, read_log
+from sluice.report.tables import Table, segments, write_files_json
 
 SIDES = ("app", "fs")
 # Marks the Log that holds a Darshan log's rank -1 records: files every rank
@@ -42,27 +48,19 @@ def combine(name: str, a: float, b: float) -> float:
     return a + b
 
 
-def _merge_into(dst: dict[str, float], src: dict[str, float]) -> None:
-    for k, v in src.items():
-        dst[k] = combine(k, dst[k], v) if k in dst else v
-
-
-def _shift_timestamps(counters: dict[str, float], offset: float) -> dict[str, float]:
-    out = dict(counters)
-    for k, v in counters.items():
-        if "_TIMESTAMP" in k and v:
-            out[k] = v + offset
-    return out
-
-
-@dataclass
+@dataclass(slots=True)
 class FileTotals:
     path: str
-    app: dict[str, float] = field(default_factory=dict)
-    fs: dict[str, float] = field(default_factory=dict)
+    app: Mapping[str, float] = field(default_factory=dict)
+    fs: Mapping[str, float] = field(default_factory=dict)
     processes: set[int] = field(default_factory=set)
+    # bytes() and ops() of app, then of fs, when merge worked them out for
+    # every file at once
+    known: tuple[int, int, int, int] | None = field(default=None, repr=False, compare=False)
 
     def ops(self, side: str = "app") -> int:
+        if self.known is not None:
+            return self.known[1 if side == "app" else 3]
         c = getattr(self, side)
         return int(sum(c.get(k, 0) for k in OP_COUNTERS))
 
@@ -70,6 +68,8 @@ class FileTotals:
         """Bytes moved to and from the file. MPI-IO's bytes travel through
         POSIX calls that are recorded too: the same data, counted once (the
         larger of the two); stdio's go through calls no wrapper sees."""
+        if self.known is not None:
+            return self.known[0 if side == "app" else 2]
         c = getattr(self, side)
 
         def moved(module: str) -> float:
@@ -100,7 +100,7 @@ class Job:
     def partial(self) -> bool:
         return any(l.partial for l in self.logs)
 
-    def to_json(self) -> dict:
+    def _head(self) -> dict:
         return {
             "job_id": self.job_id,
             "processes": self.processes,
@@ -109,9 +109,29 @@ class Job:
             "logs": list(dict.fromkeys(str(l.path) for l in self.logs)),
             "app": self.app,
             "fs": self.fs,
-            "files": [{"path": f.path, "processes": len(f.processes), "app": f.app, "fs": f.fs}
-                      for f in self.files],
         }
+
+    def to_json(self) -> dict:
+        return {**self._head(),
+                "files": [{"path": f.path, "processes": len(f.processes), "app": dict(f.app), "fs": dict(f.fs)}
+                          for f in self.files]}
+
+    def write_json(self, out: TextIO, extra: dict | None = None) -> None:
+        """json.dumps({**to_json(), **extra}, indent=1) and a newline, written
+        to `out` a file at a time: the files' counters are never all Python
+        objects, nor all of the text one string."""
+        marker = "\0files\0"
+        head = json.dumps({**self._head(), "files": marker, **(extra or {})}, indent=1)
+        before, _, after = head.partition(json.dumps(marker))
+        out.write(before)
+        if not self.files:
+            out.write("[]")
+        else:
+            out.write("[\n")
+            write_files_json(self.files, out)
+            out.write("\n ]")
+        out.write(after)
+        out.write("\n")
 
 
 def find_logs(inputs: list[str | Path], darshan: bool = True) -> list[Path]:
@@ -234,22 +254,50 @@ def merge(job_id: str, logs: list[Log]) -> Job:
                 zero.setdefault(name, -1 if "MAX_BYTE" in name else 0)
             for name in m.float_names:
                 zero.setdefault(name, 0.0)
-    totals = {s: dict(zero) for s in SIDES}
-    files: dict[str, FileTotals] = {}
-    for l in sorted(logs, key=lambda x: (x.start_ns, x.pid)):
-        offset = (l.start_ns - start) / 1e9
-        for r in l.records:
-            f = files.setdefault(r.path, FileTotals(r.path))
-            if SHARED in l.info:
-                f.processes.update(range(l.nprocs))
-            else:
-                f.processes.add(l.pid)
-            for side in SIDES:
-                c = _shift_timestamps(getattr(r, side), offset)
-                _merge_into(getattr(f, side), c)
-                _merge_into(totals[side], c)
-    ordered = sorted(files.values(), key=lambda f: (-f.bytes(), -f.ops(), f.path))
-    return Job(job_id, logs, totals["app"], totals["fs"], ordered, start, end)
+    ordered = sorted(logs, key=lambda x: (x.start_ns, x.pid))
+    paths: dict[str, int] = {}
+    processes: list[set[int]] = []
+
+    def file_of(l: Log, path: str) -> int:
+        i = paths.get(path)
+        if i is None:
+            i = paths[path] = len(processes)
+            processes.append(set())
+        if SHARED in l.info:
+            processes[i].update(range(l.nprocs))
+        else:
+            processes[i].add(l.pid)
+        return i
+
+    segs = segments(ordered, start, file_of)
+    sides = {}
+    for side in SIDES:
+        table = Table(len(processes), segs[side], zero)
+        sides[side] = (table.totals(), table)
+    files = [FileTotals(p, a, f, procs) for p, a, f, procs in
+             zip(paths, sides["app"][1].all_counters(), sides["fs"][1].all_counters(), processes)]
+    app, fs = sides["app"][1], sides["fs"][1]
+    for f, known in zip(files, zip(_file_bytes(app).tolist(), _file_ops(app).tolist(),
+                                   _file_bytes(fs).tolist(), _file_ops(fs).tolist())):
+        f.known = known
+    ordered_files = sorted(files, key=lambda f: (-f.bytes(), -f.ops(), f.path))
+    return Job(job_id, logs, sides["app"][0], sides["fs"][0], ordered_files, start, end)
+
+
+def _file_ops(table: Table) -> np.ndarray:
+    """FileTotals.ops() of every row."""
+    total = np.zeros(len(table.sig), dtype=np.int64)
+    for k in OP_COUNTERS:
+        total = total + table.column(k)
+    return total.astype(np.int64)
+
+
+def _file_bytes(table: Table) -> np.ndarray:
+    """FileTotals.bytes() of every row."""
+    def moved(module: str) -> np.ndarray:
+        return table.column(f"{module}_BYTES_READ") + table.column(f"{module}_BYTES_WRITTEN")
+
+    return (np.maximum(moved("POSIX"), moved("MPIIO")) + moved("STDIO")).astype(np.int64)
 
 
 def load_job(inputs: list[str | Path], job: str | None = None) -> Job:

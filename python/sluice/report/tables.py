@@ -1,0 +1,427 @@
+"""Counters of many records merged as arrays, for jobs of many files.
+
+A job of 64 processes with 1,000 files each is 64,000 records of a few
+hundred counters: a dict per record and per file costs gigabytes. Here the
+records of one module region (or of a run of alike records) are one
+segment: a matrix of integer and one of float counters. A Table merges
+segments into one row per file with the rules of model.combine, in the
+order the records come, so that every sum is the same float as adding the
+records one by one, and each file's counters keep the keys, order and types
+a dict merge would give them (Counters reads a row as such a dict).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+import numpy as np
+
+from sluice.logfmt import Log, Module, Record, Records
+
+SUM, MAX, FIRST = 0, 1, 2  # how a counter combines: add, largest, earliest non-zero
+
+
+def _rule(name: str) -> int:
+    if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP"):
+        return MAX
+    return FIRST if name.endswith("_START_TIMESTAMP") else SUM
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The keys of one side of a record, in its dict's order, and where each
+    value is stored: (is_float, index into the int or the float values)."""
+    keys: tuple[str, ...]
+    where: tuple[tuple[bool, int], ...]
+
+
+_module_layouts: dict[tuple, Layout] = {}
+
+
+def module_layout(m: Module) -> Layout:
+    """As logfmt's Record dicts have it: ints, then floats; a name listed
+    twice keeps its first place and its last value."""
+    key = (tuple(m.int_names), tuple(m.float_names))
+    lay = _module_layouts.get(key)
+    if lay is None:
+        where: dict[str, tuple[bool, int]] = {}
+        for i, n in enumerate(m.int_names):
+            where[n] = (False, i)
+        for i, n in enumerate(m.float_names):
+            where[n] = (True, i)
+        lay = _module_layouts[key] = Layout(tuple(where), tuple(where.values()))
+    return lay
+
+
+@dataclass
+class Segment:
+    """Records of one log (one side): values[k] is the column of layout.keys[k]."""
+    layout: Layout
+    ints: np.ndarray      # int64 [record, counter]
+    floats: np.ndarray    # float64 [record, counter]
+    rows: np.ndarray      # the table row of each record
+    offset: float         # seconds from the job's start to the log's
+
+
+def _dict_segments(records: list[Record], side: str, rows: list[int], offset: float) -> Iterator[Segment]:
+    """Records given as dicts (a Darshan log's, or built by hand): runs of
+    records with the same keys and value types make one segment."""
+    run: list[dict] = []
+    run_rows: list[int] = []
+    run_key = None
+    for r, row in zip(list(records) + [None], rows + [-1]):
+        c = getattr(r, side) if r is not None else None
+        key = None if c is None else (tuple(c), tuple(not isinstance(v, (int, np.integer)) for v in c.values()))
+        if run and key != run_key:
+            keys, floats = run_key
+            ni = [k for k, f in zip(keys, floats) if not f]
+            nf = [k for k, f in zip(keys, floats) if f]
+            where, fi, ii = [], 0, 0
+            for f in floats:
+                where.append((f, fi if f else ii))
+                fi, ii = fi + f, ii + (not f)
+            yield Segment(Layout(keys, tuple(where)),
+                          np.array([[d[k] for k in ni] for d in run], dtype=np.int64).reshape(len(run), len(ni)),
+                          np.array([[d[k] for k in nf] for d in run], dtype=np.float64).reshape(len(run), len(nf)),
+                          np.array(run_rows, dtype=np.intp), offset)
+            run, run_rows = [], []
+        run_key = key
+        if c is not None:
+            run.append(c)
+            run_rows.append(row)
+
+
+def segments(logs: list[Log], start_ns: int, row_of: Callable[[Log, str], int]) -> dict[str, list[Segment]]:
+    """Every record of the logs, in order, as segments of each side;
+    row_of(log, path) gives the table row a record goes to."""
+    out: dict[str, list[Segment]] = {"app": [], "fs": []}
+    for l in logs:
+        offset = (l.start_ns - start_ns) / 1e9
+        if isinstance(l.records, Records):
+            for b in l.records.blocks:
+                if not len(b):
+                    continue
+                lay = module_layout(b.module)
+                rows = np.array([row_of(l, p) for p in b.paths], dtype=np.intp)
+                isrc = [i for f, i in lay.where if not f]
+                fsrc = [i for f, i in lay.where if f]
+                for s, side in enumerate(("app", "fs")):
+                    ints, floats = b.ints[:, s, :], b.floats[:, s, :]
+                    if isrc != list(range(ints.shape[1])):
+                        ints = ints[:, isrc]
+                    if fsrc != list(range(floats.shape[1])):
+                        floats = floats[:, fsrc]
+                    out[side].append(Segment(lay, ints, floats, rows, offset))
+        else:
+            recs = list(l.records)
+            rows = [row_of(l, r.path) for r in recs]
+            for side in out:
+                out[side].extend(_dict_segments(recs, side, rows, offset))
+    return out
+
+
+class KeySet:
+    """The keys of one row's dict in order, and the column of each."""
+    __slots__ = ("keys", "index", "_json")
+
+    def __init__(self, keys: list[str], columns: dict[str, tuple[bool, int]]) -> None:
+        self.keys = keys
+        self.index = {k: columns[k] for k in keys}
+        self._json: tuple | None = None
+
+    def json_form(self) -> tuple[str, list[int], list[int], bool]:
+        """(%-template, int columns, float columns, whether the keys are the
+        ints then the floats), made once."""
+        if self._json is None:
+            kinds = [f for f, _ in self.index.values()]
+            self._json = (_template(self.keys), [c for f, c in self.index.values() if not f],
+                          [c for f, c in self.index.values() if f], kinds == sorted(kinds))
+        return self._json
+
+
+class Counters(Mapping):
+    """One row of a Table read as the dict a merge of dicts would give."""
+    __slots__ = ("_keys", "_table", "_row")
+
+    def __init__(self, keys: KeySet, table: "Table", row: int) -> None:
+        self._keys, self._table, self._row = keys, table, row
+
+    def __getitem__(self, k: str):
+        is_float, col = self._keys.index[k]
+        return (self._table.floats if is_float else self._table.ints)[self._row, col].item()
+
+    def get(self, k: str, default=None):
+        w = self._keys.index.get(k)
+        if w is None:
+            return default
+        return (self._table.floats if w[0] else self._table.ints)[self._row, w[1]].item()
+
+    def __contains__(self, k: object) -> bool:
+        return k in self._keys.index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys.keys)
+
+    def __len__(self) -> int:
+        return len(self._keys.keys)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class Columns:
+    """Counter name -> (is_float, column) in an int and a float matrix."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, tuple[bool, int]] = {}
+        self.names: tuple[list[str], list[str]] = ([], [])
+
+    def add(self, name: str, is_float: bool) -> None:
+        if name not in self.of:
+            self.of[name] = (is_float, len(self.names[is_float]))
+            self.names[is_float].append(name)
+
+    def of_layout(self, lay: Layout) -> tuple[np.ndarray, np.ndarray]:
+        """The int and the float columns of a layout's values, in its order."""
+        cols: tuple[list[int], list[int]] = ([], [])
+        for k in lay.keys:
+            f, c = self.of[k]
+            cols[f].append(c)
+        return np.array(cols[0], dtype=np.intp), np.array(cols[1], dtype=np.intp)
+
+    def rules(self, is_float: bool) -> np.ndarray:
+        return np.array([_rule(n) for n in self.names[is_float]], dtype=np.int8)
+
+    def values(self, seg: Segment, is_float: bool) -> np.ndarray:
+        """The segment's values of the int (or float) columns, in layout
+        order. A name stored as an int here and a float elsewhere (never in
+        the logs sluice writes) is converted."""
+        picks = [w for k, w in zip(seg.layout.keys, seg.layout.where) if self.of[k][0] == is_float]
+        if all(f == is_float for f, _ in picks):
+            src = seg.floats if is_float else seg.ints
+            idx = [i for _, i in picks]
+            return src if idx == list(range(src.shape[1])) else src[:, idx]
+        out = np.empty((len(seg.rows), len(picks)), dtype=np.float64 if is_float else np.int64)
+        for j, (f, i) in enumerate(picks):
+            out[:, j] = (seg.floats if f else seg.ints)[:, i]
+        return out
+
+
+def _shifted(vals: np.ndarray, timestamp: np.ndarray, offset: float) -> np.ndarray:
+    """Timestamps moved from the log's start to the job's (zero: never)."""
+    if not offset or not timestamp.any():
+        return vals
+    return np.where(timestamp & (vals != 0), vals + offset, vals)
+
+
+class Table:
+    """Segments of one side merged into `nrows` rows (the files), and the
+    total of all of them, which starts from `zero` (every counter of the
+    job's schemas)."""
+
+    def __init__(self, nrows: int, segs: list[Segment], zero: dict[str, float]) -> None:
+        cols, tcols = Columns(), Columns()
+        for k, v in zero.items():
+            tcols.add(k, isinstance(v, float))
+        layouts: dict[Layout, int] = {}
+        for seg in segs:
+            if seg.layout not in layouts:
+                layouts[seg.layout] = len(layouts)
+                for k, (f, _) in zip(seg.layout.keys, seg.layout.where):
+                    cols.add(k, f)
+                    tcols.add(k, f)
+        self.columns, self.layouts = cols.of, list(layouts)
+        self.ints = np.zeros((nrows, len(cols.names[0])), dtype=np.int64)
+        self.floats = np.zeros((nrows, len(cols.names[1])), dtype=np.float64)
+        # A row's dict keys are those of the layouts it met, in order: its
+        # signature. A counter of a row is present iff a layout of it has it.
+        self.sigs: list[tuple[int, ...]] = [()]
+        self.sig = np.zeros(nrows, dtype=np.intp)
+        self._steps: dict[tuple[int, int], int] = {}
+        self._keysets: dict[int, KeySet] = {}
+        lay_cols = {lay: cols.of_layout(lay) for lay in layouts}
+        rules, trules = (cols.rules(False), cols.rules(True)), (tcols.rules(False), tcols.rules(True))
+        stamp = np.array(["_TIMESTAMP" in n for n in cols.names[1]], dtype=bool)
+        # timestamps are float counters; an int one would not move
+        tstamp = (np.zeros(len(tcols.names[0]), dtype=bool),
+                  np.array(["_TIMESTAMP" in n for n in tcols.names[1]], dtype=bool))
+        total = (np.array([zero.get(n, 0) for n in tcols.names[0]], dtype=np.int64),
+                 np.array([zero.get(n, 0) for n in tcols.names[1]], dtype=np.float64))
+        in_total = tuple(np.array([n in zero for n in tcols.names[f]], dtype=bool) for f in (0, 1))
+        total_keys = dict.fromkeys(zero)
+        for seg in segs:
+            if not len(seg.rows):
+                continue
+            lid = layouts[seg.layout]
+            total_keys.update(dict.fromkeys(seg.layout.keys))
+            tc = tcols.of_layout(seg.layout)
+            for f in (0, 1):
+                v = _shifted(tcols.values(seg, bool(f)), tstamp[f][tc[f]], seg.offset)
+                total[f][tc[f]] = _reduce(total[f][tc[f]], in_total[f][tc[f]], v, trules[f][tc[f]])
+                in_total[f][tc[f]] = True
+            c = lay_cols[seg.layout]
+            vals = (cols.values(seg, False), _shifted(cols.values(seg, True), stamp[c[1]], seg.offset))
+            for sel in _rounds(seg.rows):
+                r = seg.rows if sel is None else seg.rows[sel]
+                old = self.sig[r]
+                for u in np.unique(old).tolist():
+                    at = slice(None) if u == old[0] and (old == u).all() else np.flatnonzero(old == u)
+                    met = self.sigs[u]
+                    for f in (0, 1):
+                        mat, v = (self.floats if f else self.ints), vals[f] if sel is None else vals[f][sel]
+                        idx = np.ix_(r[at], c[f])
+                        if not met:           # the row's first record: its values as they are
+                            mat[idx] = v[at]
+                            continue
+                        present = np.zeros(len(c[f]), dtype=bool)
+                        for m in set(met):
+                            present |= np.isin(c[f], lay_cols[self.layouts[m]][f])
+                        mat[idx] = np.where(present, _combine(mat[idx], v[at], rules[f][c[f]]), v[at])
+                    self.sig[r[at]] = self._step(u, lid)
+        self._total = (total, tcols, list(total_keys))
+
+    def _step(self, sig: int, lid: int) -> int:
+        """The signature of a row of signature `sig` that meets layout `lid`."""
+        nxt = self._steps.get((sig, lid))
+        if nxt is None:
+            if lid in self.sigs[sig]:
+                nxt = sig
+            else:
+                nxt = len(self.sigs)
+                self.sigs.append(self.sigs[sig] + (lid,))
+            self._steps[sig, lid] = nxt
+        return nxt
+
+    def keyset(self, sig: int) -> KeySet:
+        ks = self._keysets.get(sig)
+        if ks is None:
+            keys = list(dict.fromkeys(k for lid in self.sigs[sig] for k in self.layouts[lid].keys))
+            ks = self._keysets[sig] = KeySet(keys, self.columns)
+        return ks
+
+    def all_counters(self) -> list[Counters]:
+        """Counters of every row."""
+        keysets = [self.keyset(s) for s in range(len(self.sigs))]
+        return [Counters(keysets[s], self, row) for row, s in enumerate(self.sig.tolist())]
+
+    def totals(self) -> dict[str, float]:
+        """The sum (by the rules) of every record, as a dict."""
+        (ints, floats), tcols, keys = self._total
+        vals = (ints.tolist(), floats.tolist())
+        return {k: vals[f][c] for k in keys for f, c in (tcols.of[k],)}
+
+    def column(self, name: str) -> np.ndarray:
+        """One counter of every row; zeros where no row has it."""
+        w = self.columns.get(name)
+        if w is None:
+            return np.zeros(len(self.sig), dtype=np.int64)
+        return (self.floats if w[0] else self.ints)[:, w[1]]
+
+
+def _rounds(rows: np.ndarray) -> Iterator[np.ndarray | None]:
+    """Selections of a segment's records in which no row comes twice, in
+    order (None: all of them): a file's records combine one after another."""
+    if len(np.unique(rows)) == len(rows):
+        yield None
+        return
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    first = np.r_[True, sorted_rows[1:] != sorted_rows[:-1]]
+    starts = np.flatnonzero(first)
+    rank = np.empty(len(rows), dtype=np.intp)
+    rank[order] = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    for k in range(int(rank.max()) + 1):
+        yield np.flatnonzero(rank == k)
+
+
+def _combine(a: np.ndarray, b: np.ndarray, rule: np.ndarray) -> np.ndarray:
+    """model.combine of two values of each column, element-wise."""
+    out = a + b
+    m = rule == MAX
+    if m.any():
+        out[:, m] = np.maximum(a[:, m], b[:, m])
+    m = rule == FIRST
+    if m.any():
+        x, y = a[:, m], b[:, m]
+        out[:, m] = np.where(x == 0, y, np.where(y == 0, x, np.minimum(x, y)))
+    return out
+
+
+def _reduce(total: np.ndarray, present: np.ndarray, vals: np.ndarray, rule: np.ndarray) -> np.ndarray:
+    """model.combine of `total` with every row of vals, one after the other
+    (a sum adds in record order, so floats round as they would in a loop);
+    a column not yet present starts from its first value."""
+    start = np.where(present, total, np.where(rule == SUM, 0, vals[0]))
+    out = np.add.accumulate(np.vstack([start, vals]), axis=0)[-1]
+    m = rule == MAX
+    if m.any():
+        out[m] = np.maximum(start[m], vals[:, m].max(axis=0))
+    m = rule == FIRST
+    if m.any():
+        x = np.vstack([start[m], vals[:, m]])
+        nonzero = x != 0
+        big = np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).max
+        low = np.where(nonzero, x, big).min(axis=0)
+        out[m] = np.where(nonzero.any(axis=0), low, start[m])
+    return out
+
+
+def _template(keys: list[str]) -> str:
+    """%-format text of one counters dict at json.dumps(indent=1) depth 3,
+    one %s per key (str() of an int or a finite float is what json writes)."""
+    if not keys:
+        return "{}"
+    return "{\n" + ",\n".join(f"    {json.dumps(k).replace('%', '%%')}: %s" for k in keys) + "\n   }"
+
+
+def _counter_texts(rows: list[Counters]) -> list[str]:
+    """The JSON text of each row's counters, as json.dumps(dict(row), indent=1)
+    would write them inside a file entry; alike rows are formatted together."""
+    out: list[str] = [""] * len(rows)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, c in enumerate(rows):
+        groups.setdefault((id(c._table), id(c._keys)), []).append(i)
+    for members in groups.values():
+        first = rows[members[0]]
+        table, ks = first._table, first._keys
+        template, icols, fcols, ints_first = ks.json_form()
+        at = np.array([rows[i]._row for i in members], dtype=np.intp)
+        floats = table.floats[np.ix_(at, fcols)]
+        ints = table.ints[np.ix_(at, icols)].tolist()
+        if ints_first:
+            values = [a + b for a, b in zip(ints, floats.tolist())]
+        else:
+            block = np.empty((len(at), len(ks.keys)), dtype=object)
+            kinds = np.array([f for f, _ in ks.index.values()], dtype=bool)
+            block[:, ~kinds] = np.array(ints, dtype=np.int64).reshape(len(at), -1)
+            block[:, kinds] = floats
+            values = block.tolist()
+        finite = np.isfinite(floats).all(axis=1).tolist()
+        for i, vals, ok in zip(members, values, finite):
+            if ok:
+                out[i] = template % tuple(vals)
+            else:  # NaN or infinities: json's own spelling
+                out[i] = json.dumps(dict(zip(ks.keys, vals)), indent=1).replace("\n", "\n   ")
+    return out
+
+
+def write_files_json(files: list, out: TextIO, chunk: int = 256) -> None:
+    """The entries of Job.to_json()["files"], as json.dumps(indent=1) writes
+    them inside the job's object, separated by ",\n", a chunk at a time."""
+    for start in range(0, len(files), chunk):
+        part = files[start: start + chunk]
+        texts: dict[str, list[str]] = {}
+        for side in ("app", "fs"):
+            rows = [getattr(f, side) for f in part]
+            if all(isinstance(c, Counters) for c in rows):
+                texts[side] = _counter_texts(rows)
+            else:
+                texts[side] = [json.dumps(dict(c), indent=1).replace("\n", "\n   ") for c in rows]
+        if start:
+            out.write(",\n")
+        out.write(",\n".join(f'  {{\n   "path": {json.dumps(f.path)},\n   "processes": {len(f.processes)},\n'
+                              f'   "app": {a},\n   "fs": {s}\n  }}'
+                              for f, a, s in zip(part, texts["app"], texts["fs"])))
