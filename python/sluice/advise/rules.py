@@ -15,7 +15,7 @@ from posixpath import dirname
 
 from sluice.advise import thresholds as th
 from sluice.advise.fix import is_real
-from sluice.report.model import SHARED, FileTotals, Job, combine
+from sluice.report.model import SHARED, FileTotals, Job, per_process_app
 from sluice.report.text import human_bytes
 
 SMALL_BUCKETS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
@@ -147,14 +147,8 @@ class Context:
 
 
 def context(job: Job) -> Context:
-    per_proc: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
-    rank: dict[int, int] = {}
-    for log in job.logs:
-        rank[log.pid] = log.rank
-        for r in log.records:
-            d = per_proc[r.path].setdefault(log.pid, {})
-            for k, x in r.app.items():
-                d[k] = combine(k, d[k], x) if k in d else x
+    per_proc = per_process_app(job)
+    rank = {log.pid: log.rank for log in job.logs}
     files = [f for f in job.files if is_real(f.path)]
     T = sum(io_time(f.app) for f in job.files)
     hosts = len({l.info.get("host", "?") for l in job.logs}) or 1

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from sluice.errors import UserError
-from sluice.report.model import load_job, task_rows
+from sluice.report.model import load_job, process_rows, task_rows
 from sluice.report.text import render, render_tasks
 
 
@@ -17,11 +17,16 @@ from sluice.report.text import render, render_tasks
               help="Also write a self-contained HTML page with plots.")
 @click.option("--job", default=None, help="Report this job when the logs hold several (default: the latest).")
 @click.option("--top", default=10, show_default=True, help="Files listed in the top-N tables.")
+@click.option("--per-process", is_flag=True,
+              help="With --json: a row per process under \"per_process\" (rank, pid, host, run time, and per module "
+                   "its counter totals by Darshan's names).")
 @click.option("--by-task", is_flag=True, help="A `sluice farm` job: one row per task (--job JOB/N reports one task).")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
-def command(as_json: bool, html: Path | None, job: str | None, top: int, by_task: bool,
+def command(as_json: bool, html: Path | None, job: str | None, top: int, per_process: bool, by_task: bool,
             logs: tuple[Path, ...]) -> None:
     """Merge the logs of a job (files or directories of .sluice logs, or Darshan logs)."""
+    if per_process and not as_json:
+        raise UserError("--per-process adds rows to the JSON: use it with --json")
     j = load_job(list(logs), job)
     if html is not None:
         from sluice.report.html import write_html
@@ -34,7 +39,10 @@ def command(as_json: bool, html: Path | None, job: str | None, top: int, by_task
     if by_task and not tasks:
         raise UserError(f"job {j.job_id} is not a sluice farm job (its logs have no task numbers)")
     if as_json:
-        j.write_json(click.get_text_stream("stdout"), {"tasks": tasks} if by_task else None)
+        extra = {"tasks": tasks} if by_task else {}
+        if per_process:
+            extra["per_process"] = process_rows(j)
+        j.write_json(click.get_text_stream("stdout"), extra)
     else:
         click.echo(render(j, top=top), nl=False)
         if by_task:

@@ -20,7 +20,7 @@ from typing import TextIO
 import numpy as np
 
 from sluice.errors import UserError
-from sluice.logfmt import Log, LogFormatError, read_log
+from sluice.logfmt import Log, LogFormatError, Records, read_log
 from sluice.report.tables import Table, segments, write_files_json
 
 SIDES = ("app", "fs")
@@ -220,6 +220,67 @@ def task_rows(job: "Job") -> list[dict]:
             row[f"{side}_meta_ops"], row[f"{side}_bytes_written"] = meta, written
         rows.append(row)
     return rows
+
+
+def process_rows(job: Job) -> list[dict]:
+    """One row per process (report --per-process), in the spirit of
+    PyDarshan's per-rank records: who it was, when it ran, and per module and
+    side the totals of its files' counters (timestamps from the job's start),
+    named as a Darshan record of that module names them ("counters",
+    "fcounters"; what only sluice counts under "sluice"). A Darshan log's
+    records of files all ranks shared make a row of rank -1 and pid 0."""
+    from sluice.darshan import layout as L
+    from sluice.darshan.mapping import DARSHAN_IDS, dropped, to_darshan
+
+    ordered = sorted(job.logs, key=lambda x: (x.start_ns, x.pid))
+    row_of = {id(l): i for i, l in enumerate(ordered)}
+    segs = segments(ordered, job.start_ns, lambda l, path: row_of[id(l)])
+    tables = {side: Table(len(ordered), segs[side], {}).all_counters() for side in SIDES}
+    rows = []
+    for i, l in enumerate(ordered):
+        shared = SHARED in l.info
+        modules: dict[str, dict] = {}
+        for m in sorted(l.modules.values(), key=lambda m: m.id):
+            names = set(m.int_names) | set(m.float_names)
+            if not any(k in names for k in tables["app"][i]) and not any(k in names for k in tables["fs"][i]):
+                continue
+            mid = DARSHAN_IDS.get(m.name)
+            entry = {}
+            for side in SIDES:
+                c = {k: v for k, v in tables[side][i].items() if k in names}
+                if mid is None:
+                    entry[side] = {"counters": {k: c.get(k, 0) for k in m.int_names},
+                                   "fcounters": {k: c.get(k, 0.0) for k in m.float_names}}
+                    continue
+                ints, floats = to_darshan(mid, c)
+                entry[side] = {"counters": dict(zip(L.INT_NAMES[mid], ints)),
+                               "fcounters": dict(zip(L.FLOAT_NAMES[mid], floats)),
+                               "sluice": dropped(mid, c)}
+            modules[L.MODULE_NAMES[mid] if mid is not None else m.name] = entry
+        rows.append({"rank": l.rank, "pid": 0 if shared else l.pid, "host": l.info.get("host", ""),
+                     "exe": l.info.get("exe", ""), "start_ns": l.start_ns, "end_ns": l.end_ns,
+                     "start_s": (l.start_ns - job.start_ns) / 1e9, "runtime_s": l.runtime,
+                     "end_reason": l.end_reason, "files": len(_paths(l)),
+                     "modules": modules})
+    return rows
+
+
+def per_process_app(job: Job) -> dict[str, dict[int, Mapping[str, float]]]:
+    """path -> pid -> the app counters of that process's records of the file
+    (logs of one pid merged, in the order of job.logs; timestamps as logged)."""
+    rows: dict[tuple[str, int], int] = {}
+    segs = segments(job.logs, None, lambda l, path: rows.setdefault((path, l.pid), len(rows)))
+    counters = Table(len(rows), segs["app"], {}).all_counters()
+    out: dict[str, dict[int, Mapping[str, float]]] = defaultdict(dict)
+    for (path, pid), c in zip(rows, counters):
+        out[path][pid] = c
+    return out
+
+
+def _paths(l: Log) -> set[str]:
+    if isinstance(l.records, Records):
+        return {p for b in l.records.blocks for p in b.paths}
+    return {r.path for r in l.records}
 
 
 def select_job(logs: list[Log], job: str | None = None, warn=None) -> tuple[str, list[Log]]:

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from sluice.report.model import FileTotals, Job
+from sluice.report.tables import any_positive
 from sluice.report.text import BUCKET_LABELS, BUCKETS, total
 
 DPI = 100
@@ -307,12 +308,29 @@ def _span(f: FileTotals, runtime: float) -> tuple[float, float] | None:
     return start, max(start, end)
 
 
+def _timed_count(job: Job) -> int:
+    """How many files have a _span: those with an open, read or write
+    timestamp above zero on either side."""
+    names = [f"{m}_F_{k}_TIMESTAMP" for m in MODULES
+             for k in ("OPEN_START", "READ_START", "READ_END", "WRITE_START", "WRITE_END")]
+    app = any_positive([f.app for f in job.files], names)
+    fs = any_positive([f.fs for f in job.files], names)
+    return sum(a or b for a, b in zip(app, fs))
+
+
 def timeline(job: Job, top: int = 20) -> Plot:
-    timed = [(f, s) for f in job.files if (s := _span(f, job.runtime))]
-    if not timed:
+    # the first `top` files with a span, by bytes, and whether there are more:
+    # a span is worked out only for the files looked at
+    chosen, more = [], False
+    for f in sorted(job.files, key=lambda f: (-max(f.bytes("app"), f.bytes("fs")), f.path)):
+        if (s := _span(f, job.runtime)):
+            if len(chosen) == top:
+                more = True
+                break
+            chosen.append((f, s))
+    if not chosen:
         return Plot("timeline", "I/O timeline", None, "No file has open, read or write timestamps.")
-    chosen = sorted(timed, key=lambda fs: (-max(fs[0].bytes("app"), fs[0].bytes("fs")), fs[0].path))[:top]
-    title = f"I/O timeline (top {len(chosen)} files by bytes)" if len(timed) > len(chosen) else "I/O timeline"
+    title = f"I/O timeline (top {len(chosen)} files by bytes)" if more else "I/O timeline"
     chosen.sort(key=lambda fs: (fs[1][0], fs[0].path))
     prefix, labels = short_labels([f.path for f, _ in chosen])
     xmax = max([job.runtime] + [s[1] for _, s in chosen]) or 1e-6
@@ -349,7 +367,7 @@ def timeline(job: Job, top: int = 20) -> Plot:
                 f"One row per file, in the order the files were first opened: grey from the first open to "
                 f"the last close; within it the read and write intervals, app in the upper half and fs in "
                 f"the lower half (hatched).{zoom}{_prefix_note(prefix)}"
-                f"{_left_out(len(timed) - n, 'files with timestamps')}",
+                f"{_left_out(_timed_count(job) - n, 'files with timestamps')}",
                 alt="Timeline of file activity, one bar per file")
 
 

@@ -94,12 +94,13 @@ def _dict_segments(records: list[Record], side: str, rows: list[int], offset: fl
             run_rows.append(row)
 
 
-def segments(logs: list[Log], start_ns: int, row_of: Callable[[Log, str], int]) -> dict[str, list[Segment]]:
+def segments(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str], int]) -> dict[str, list[Segment]]:
     """Every record of the logs, in order, as segments of each side;
-    row_of(log, path) gives the table row a record goes to."""
+    row_of(log, path) gives the table row a record goes to. Timestamps are
+    moved to count from start_ns (None: left as they are)."""
     out: dict[str, list[Segment]] = {"app": [], "fs": []}
     for l in logs:
-        offset = (l.start_ns - start_ns) / 1e9
+        offset = 0.0 if start_ns is None else (l.start_ns - start_ns) / 1e9
         if isinstance(l.records, Records):
             for b in l.records.blocks:
                 if not len(b):
@@ -124,43 +125,58 @@ def segments(logs: list[Log], start_ns: int, row_of: Callable[[Log, str], int]) 
 
 
 class KeySet:
-    """The keys of one row's dict in order, and the column of each."""
-    __slots__ = ("keys", "index", "_json")
+    """The keys of one row's dict in order, the column of each, and where
+    each is in the row's values (its int columns, then its float columns)."""
+    __slots__ = ("keys", "index", "icols", "fcols", "pos", "ints_first", "_template")
 
     def __init__(self, keys: list[str], columns: dict[str, tuple[bool, int]]) -> None:
         self.keys = keys
         self.index = {k: columns[k] for k in keys}
-        self._json: tuple | None = None
+        kinds = [f for f, _ in self.index.values()]
+        self.icols = np.array([c for f, c in self.index.values() if not f], dtype=np.intp)
+        self.fcols = np.array([c for f, c in self.index.values() if f], dtype=np.intp)
+        ni = len(self.icols)
+        seen = [0, 0]
+        self.pos: dict[str, int] = {}
+        for k, f in zip(keys, kinds):
+            self.pos[k] = seen[f] + (ni if f else 0)
+            seen[f] += 1
+        self.ints_first = kinds == sorted(kinds)
+        self._template: str | None = None
 
-    def json_form(self) -> tuple[str, list[int], list[int], bool]:
-        """(%-template, int columns, float columns, whether the keys are the
-        ints then the floats), made once."""
-        if self._json is None:
-            kinds = [f for f, _ in self.index.values()]
-            self._json = (_template(self.keys), [c for f, c in self.index.values() if not f],
-                          [c for f, c in self.index.values() if f], kinds == sorted(kinds))
-        return self._json
+    def template(self) -> str:
+        if self._template is None:
+            self._template = _template(self.keys)
+        return self._template
 
 
 class Counters(Mapping):
-    """One row of a Table read as the dict a merge of dicts would give."""
-    __slots__ = ("_keys", "_table", "_row")
+    """One row of a Table read as the dict a merge of dicts would give; its
+    values become Python numbers when first asked for."""
+    __slots__ = ("_pos", "_keys", "_table", "_row", "_vals")
 
     def __init__(self, keys: KeySet, table: "Table", row: int) -> None:
-        self._keys, self._table, self._row = keys, table, row
+        self._pos, self._keys, self._table, self._row = keys.pos, keys, table, row
+        self._vals: list | None = None
+
+    def _values(self) -> list:
+        ks, t = self._keys, self._table
+        self._vals = t.ints[self._row, ks.icols].tolist() + t.floats[self._row, ks.fcols].tolist()
+        return self._vals
 
     def __getitem__(self, k: str):
-        is_float, col = self._keys.index[k]
-        return (self._table.floats if is_float else self._table.ints)[self._row, col].item()
+        vals = self._vals
+        return (vals if vals is not None else self._values())[self._pos[k]]
 
     def get(self, k: str, default=None):
-        w = self._keys.index.get(k)
-        if w is None:
+        p = self._pos.get(k)
+        if p is None:
             return default
-        return (self._table.floats if w[0] else self._table.ints)[self._row, w[1]].item()
+        vals = self._vals
+        return (vals if vals is not None else self._values())[p]
 
     def __contains__(self, k: object) -> bool:
-        return k in self._keys.index
+        return k in self._pos
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys.keys)
@@ -170,6 +186,19 @@ class Counters(Mapping):
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+
+def any_positive(maps: list[Mapping], names: list[str]) -> list[bool]:
+    """Whether each mapping has a value above zero under one of the names;
+    rows of one Table are read a column at a time."""
+    if maps and all(isinstance(m, Counters) and m._table is maps[0]._table for m in maps):
+        table = maps[0]._table
+        rows = np.array([m._row for m in maps], dtype=np.intp)
+        hit = np.zeros(len(maps), dtype=bool)
+        for n in names:
+            hit |= table.column(n)[rows] > 0
+        return hit.tolist()
+    return [any(m.get(n, 0) > 0 for n in names) for m in maps]
 
 
 class Columns:
@@ -242,7 +271,8 @@ class Table:
         self.sig = np.zeros(nrows, dtype=np.intp)
         self._steps: dict[tuple[int, int], int] = {}
         self._keysets: dict[int, KeySet] = {}
-        lay_cols = {lay: cols.of_layout(lay) for lay in layouts}
+        lay_cols = self._lay_cols = {lay: cols.of_layout(lay) for lay in layouts}
+        self._presents: dict[tuple[int, int, int], np.ndarray] = {}
         rules, trules = (cols.rules(False), cols.rules(True)), (tcols.rules(False), tcols.rules(True))
         stamp = np.array(["_TIMESTAMP" in n for n in cols.names[1]], dtype=bool)
         # timestamps are float counters; an int one would not move
@@ -264,24 +294,44 @@ class Table:
                 in_total[f][tc[f]] = True
             c = lay_cols[seg.layout]
             vals = (cols.values(seg, False), _shifted(cols.values(seg, True), stamp[c[1]], seg.offset))
+            uniq, counts = np.unique(seg.rows, return_counts=True)
+            if counts.max() > len(uniq):     # few rows, many records each: a row at a time
+                for row in uniq.tolist():
+                    sel = np.flatnonzero(seg.rows == row)
+                    u = int(self.sig[row])
+                    for f in (0, 1):
+                        mat = self.floats if f else self.ints
+                        mat[row, c[f]] = _reduce(mat[row, c[f]], self._present(u, lid, f), vals[f][sel],
+                                                 rules[f][c[f]])
+                    self.sig[row] = self._step(u, lid)
+                continue
             for sel in _rounds(seg.rows):
                 r = seg.rows if sel is None else seg.rows[sel]
                 old = self.sig[r]
                 for u in np.unique(old).tolist():
                     at = slice(None) if u == old[0] and (old == u).all() else np.flatnonzero(old == u)
-                    met = self.sigs[u]
                     for f in (0, 1):
                         mat, v = (self.floats if f else self.ints), vals[f] if sel is None else vals[f][sel]
                         idx = np.ix_(r[at], c[f])
-                        if not met:           # the row's first record: its values as they are
+                        if not self.sigs[u]:           # the rows' first record: its values as they are
                             mat[idx] = v[at]
-                            continue
-                        present = np.zeros(len(c[f]), dtype=bool)
-                        for m in set(met):
-                            present |= np.isin(c[f], lay_cols[self.layouts[m]][f])
-                        mat[idx] = np.where(present, _combine(mat[idx], v[at], rules[f][c[f]]), v[at])
+                        else:
+                            mat[idx] = np.where(self._present(u, lid, f), _combine(mat[idx], v[at], rules[f][c[f]]),
+                                                v[at])
                     self.sig[r[at]] = self._step(u, lid)
         self._total = (total, tcols, list(total_keys))
+
+    def _present(self, sig: int, lid: int, is_float: int) -> np.ndarray:
+        """Which int (float) columns of layout `lid` a row of signature `sig` has."""
+        key = (sig, lid, is_float)
+        mask = self._presents.get(key)
+        if mask is None:
+            mine = self._lay_cols[self.layouts[lid]][is_float]
+            mask = np.zeros(len(mine), dtype=bool)
+            for m in set(self.sigs[sig]):
+                mask |= np.isin(mine, self._lay_cols[self.layouts[m]][is_float])
+            self._presents[key] = mask
+        return mask
 
     def _step(self, sig: int, lid: int) -> int:
         """The signature of a row of signature `sig` that meets layout `lid`."""
@@ -387,11 +437,11 @@ def _counter_texts(rows: list[Counters]) -> list[str]:
     for members in groups.values():
         first = rows[members[0]]
         table, ks = first._table, first._keys
-        template, icols, fcols, ints_first = ks.json_form()
+        template = ks.template()
         at = np.array([rows[i]._row for i in members], dtype=np.intp)
-        floats = table.floats[np.ix_(at, fcols)]
-        ints = table.ints[np.ix_(at, icols)].tolist()
-        if ints_first:
+        floats = table.floats[np.ix_(at, ks.fcols)]
+        ints = table.ints[np.ix_(at, ks.icols)].tolist()
+        if ks.ints_first:
             values = [a + b for a, b in zip(ints, floats.tolist())]
         else:
             block = np.empty((len(at), len(ks.keys)), dtype=object)
