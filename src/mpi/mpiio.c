@@ -85,7 +85,7 @@ struct mpiio_file {
     MPI_Comm comm;                 /* private duplicate of the open's communicator */
     int nprocs;                    /* its size */
     uint64_t collectives;          /* collective calls so far: the pending writes' epoch */
-    int direct_ok;                 /* no rank holds pending writes of an earlier epoch (see direct_write) */
+    int direct_ok;                 /* no rank holds pending writes of an earlier epoch (see direct_shared_write) */
     struct sluice_acb_hints hints;
     struct sluice_acb_pending pending;
     int64_t disp, etype_size;      /* the file view */
@@ -459,17 +459,17 @@ static enum acb_outcome acb_write(struct mpiio_file *f, const MPI_Offset *explic
         if (direct_shared_write(f, pos, n, &go, rc))
             return ACB_KEPT;
         if (go)
-            return alone(f, collective);
+            return ACB_PASS;
     }
     if (owner == f && f->nprocs == 1 && direct_worthy(f, pos, n)) {
-        /* The cost model: a one-rank file's write of a stripe or more gains
+        /* The cost model: a one-rank file's write of a unit or more gains
          * nothing from a copy. What is pending goes first (program order),
          * then the write itself, straight to MPI-IO. */
         uint64_t t0 = sluice_now();
         if ((*rc = write_own(f)) != MPI_SUCCESS)
             return ACB_KEPT;
         sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, MPIIO_ACB_DIRECT_WRITES, t0, t0);
-        return alone(f, collective);
+        return ACB_PASS;
     }
     /* Collective call k's writes: epoch 2k; independent ones after it: 2k + 1. */
     a.pending = &owner->pending;
