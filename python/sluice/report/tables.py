@@ -58,7 +58,8 @@ def module_layout(m: Module) -> Layout:
 
 @dataclass
 class Segment:
-    """Records of one log (one side): values[k] is the column of layout.keys[k]."""
+    """Records of one log (one side); layout.where tells where in ints or
+    floats each key's values are."""
     layout: Layout
     ints: np.ndarray      # int64 [record, counter]
     floats: np.ndarray    # float64 [record, counter]
@@ -107,15 +108,8 @@ def segments(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str],
                     continue
                 lay = module_layout(b.module)
                 rows = np.array([row_of(l, p) for p in b.paths], dtype=np.intp)
-                isrc = [i for f, i in lay.where if not f]
-                fsrc = [i for f, i in lay.where if f]
                 for s, side in enumerate(("app", "fs")):
-                    ints, floats = b.ints[:, s, :], b.floats[:, s, :]
-                    if isrc != list(range(ints.shape[1])):
-                        ints = ints[:, isrc]
-                    if fsrc != list(range(floats.shape[1])):
-                        floats = floats[:, fsrc]
-                    out[side].append(Segment(lay, ints, floats, rows, offset))
+                    out[side].append(Segment(lay, b.ints[:, s, :], b.floats[:, s, :], rows, offset))
         else:
             recs = list(l.records)
             rows = [row_of(l, r.path) for r in recs]
