@@ -21,7 +21,7 @@ import numpy as np
 
 from sluice.errors import UserError
 from sluice.logfmt import Log, LogFormatError, Records, read_log
-from sluice.report.tables import Table, segments, write_files_json
+from sluice.report.tables import Table, same_segments, segments, write_files_json
 
 SIDES = ("app", "fs")
 # Marks the Log that holds a Darshan log's rank -1 records: files every rank
@@ -331,18 +331,17 @@ def merge(job_id: str, logs: list[Log]) -> Job:
         return i
 
     segs = segments(ordered, start, file_of)
-    sides = {}
-    for side in SIDES:
-        table = Table(len(processes), segs[side], zero)
-        sides[side] = (table.totals(), table)
-    files = [FileTotals(p, a, f, procs) for p, a, f, procs in
-             zip(paths, sides["app"][1].all_counters(), sides["fs"][1].all_counters(), processes)]
-    app, fs = sides["app"][1], sides["fs"][1]
+    app = Table(len(processes), segs["app"], zero)
+    # in profile mode both sides hold the same values: one table serves both
+    fs = app if same_segments(segs["app"], segs["fs"]) else Table(len(processes), segs["fs"], zero)
+    app_counters = app.all_counters()
+    fs_counters = app_counters if fs is app else fs.all_counters()
+    files = [FileTotals(p, a, f, procs) for p, a, f, procs in zip(paths, app_counters, fs_counters, processes)]
     for f, known in zip(files, zip(_file_bytes(app).tolist(), _file_ops(app).tolist(),
                                    _file_bytes(fs).tolist(), _file_ops(fs).tolist())):
         f.known = known
     ordered_files = sorted(files, key=lambda f: (-f.bytes(), -f.ops(), f.path))
-    return Job(job_id, logs, sides["app"][0], sides["fs"][0], ordered_files, start, end)
+    return Job(job_id, logs, app.totals(), fs.totals(), ordered_files, start, end)
 
 
 def _file_ops(table: Table) -> np.ndarray:

@@ -118,6 +118,16 @@ def segments(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str],
     return out
 
 
+def same_segments(a: list[Segment], b: list[Segment]) -> bool:
+    """Whether two sides' segments hold the same keys and the same bits."""
+    def bits(x: np.ndarray) -> np.ndarray:
+        return x.view(np.int64)
+
+    return len(a) == len(b) and all(
+        x.layout == y.layout and np.array_equal(x.rows, y.rows) and np.array_equal(x.ints, y.ints)
+        and np.array_equal(bits(x.floats), bits(y.floats)) for x, y in zip(a, b))
+
+
 class KeySet:
     """The keys of one row's dict in order, the column of each, and where
     each is in the row's values (its int columns, then its float columns)."""
@@ -460,7 +470,9 @@ def write_files_json(files: list, out: TextIO, chunk: int = 256) -> None:
         texts: dict[str, list[str]] = {}
         for side in ("app", "fs"):
             rows = [getattr(f, side) for f in part]
-            if all(isinstance(c, Counters) for c in rows):
+            if side == "fs" and all(f.fs is f.app for f in part):
+                texts["fs"] = texts["app"]
+            elif all(isinstance(c, Counters) for c in rows):
                 texts[side] = _counter_texts(rows)
             else:
                 texts[side] = [json.dumps(dict(c), indent=1).replace("\n", "\n   ") for c in rows]
