@@ -60,10 +60,13 @@ class FarmEnsemble(Workload):
     variants = ("plain", "sluice-stage")
     native_programs = ("sluice-bench-ensemble",)
     params = (
-        Param("tasks", 64, "ensemble members (tasks)"),
+        Param("tasks", 32, "ensemble members (tasks)"),
         Param("ranks", 4, "MPI ranks, one worker each"),
-        Param("files", 50, "output files per task"),
-        Param("steps", 4, "steps per task (mean steps with mixed)"),
+        Param("files", 20, "output files per task"),
+        # Agro-IBIS appends to its outputs every model step: many reopens
+        # per file is the pattern; the shared file system's requests per
+        # file grow with steps in the plain run and stay 2 under stage.
+        Param("steps", 20, "steps per task: each opens, appends to and closes every output file (mean with mixed)"),
         Param("record_max", 512, "largest record", "size"),
         Param("mixed", False, "task lengths drawn around steps; also times the static schedule", "bool"),
     )
