@@ -136,6 +136,8 @@ def test_a_killed_task_is_run_again_and_nothing_is_lost(tmp_path):
                             env={**python_env(), "SLUICE_LOG_DIR": str(tmp_path / "logs")},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pid = _pid_of_task("3")
+    env = dict(v.split(b"=", 1) for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in v)
+    first_slot = int(env[b"SLUICE_FARM_SLOT"])
     time.sleep(0.2)  # mid-run: its first step written, 3 steps of 150 ms
     os.kill(pid, signal.SIGKILL)
     out, err = proc.communicate(timeout=300)
@@ -144,6 +146,8 @@ def test_a_killed_task_is_run_again_and_nothing_is_lost(tmp_path):
     s = summary(tmp_path)
     assert s["counts"]["done"] == 8 and s["counts"]["retried"] == 1
     assert [t["attempts"] for t in s["tasks"] if t["task"] == 3] == [2]
+    # run again elsewhere: on the other worker
+    assert [t["slot"] for t in s["tasks"] if t["task"] == 3] == [3 - first_slot]
     # The killed attempt's staged files were dropped, not published under
     # any name: the retry wrote them all again.
     assert list((tmp_path / "local" / "tiers").iterdir()) == []

@@ -130,7 +130,7 @@ class Attempt:
         base = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_ENV_PREFIXES)}
         farm = self.farm
         base.update(SLUICE_FARM_TASK=str(self.task.number), SLUICE_FARM_ATTEMPT=str(self.attempt),
-                    SLUICE_FARM_SLOT=str(self.slot), SLUICE_FARM_TASKS=str(farm.total),
+                    SLUICE_FARM_SLOT=str(self.slot), SLUICE_FARM_RANK=str(farm.rank), SLUICE_FARM_TASKS=str(farm.total),
                     SLUICE_FARM_JOB=farm.job)
         if farm.mode == "off":
             return base

@@ -63,11 +63,14 @@ class Dispatcher:
         queue = self._queues[worker % self.workers if self.static else 0]
         if not queue:
             return None
-        pick = 0
-        for i in range(min(len(queue), _SCAN_FOR_OTHER_WORKER)):
-            if queue[i][2] != worker:
-                pick = i
-                break
+        pick = next((i for i in range(min(len(queue), _SCAN_FOR_OTHER_WORKER)) if queue[i][2] != worker), None)
+        if pick is None:
+            # Only retries of tasks that failed on this worker: another
+            # worker takes them when it asks (every idle worker asks, and
+            # none retires while tasks are queued), unless there is no other.
+            if self.workers > 1 and not self.static:
+                return None
+            pick = 0
         number, attempt, _ = queue[pick]
         del queue[pick]
         self.running[number] = worker
