@@ -17,8 +17,12 @@
 #include <stdint.h>
 
 #define SLUICE_LOG_MAGIC "SLUICELG"      /* 8 bytes, no NUL */
-#define SLUICE_LOG_VERSION_MAJOR 1
+/* 2.0 may store regions compressed (SLUICE_LOG_R_DEFLATE): a 1.x reader
+ * would skip them and show a process without files, so it must refuse
+ * instead. Readers of 2.x read 1.x logs too. */
+#define SLUICE_LOG_VERSION_MAJOR 2
 #define SLUICE_LOG_VERSION_MINOR 0
+#define SLUICE_LOG_OLDEST_MAJOR 1        /* the oldest major version readers accept */
 #define SLUICE_LOG_HEADER_SIZE 64
 #define SLUICE_LOG_REGION_ENTRY_SIZE 32
 #define SLUICE_LOG_MAX_REGIONS 64
@@ -46,6 +50,7 @@ enum sluice_log_region_type {
     SLUICE_LOG_R_SCHEMA = 2,   /* modules and their counter names */
     SLUICE_LOG_R_NAMES = 3,    /* record id -> path */
     SLUICE_LOG_R_MODULE = 4,   /* one module's records (one region per module) */
+    SLUICE_LOG_R_DEFLATE = 5,  /* another region, compressed: see below */
 };
 
 /* PROCESS region:
@@ -60,6 +65,15 @@ enum sluice_log_end_reason {
     SLUICE_END_EXIT_NOW = 3, /* _exit / _Exit */
     SLUICE_END_EXEC = 4,     /* exec replaced the process image */
 };
+
+/* DEFLATE region (2.0): u32 type of the region it holds (never DEFLATE),
+ * u32 zero, u64 length of that region once inflated, then a zlib stream
+ * (RFC 1950) of exactly those bytes to the end of the region. The table
+ * entry's version is the held region's; its CRC is over the stored bytes.
+ * A reader refuses a length above SLUICE_LOG_INFLATE_MAX_RATIO times the
+ * stream's size, which deflate cannot produce. */
+#define SLUICE_LOG_DEFLATE_HEAD 16
+#define SLUICE_LOG_INFLATE_MAX_RATIO 1032
 
 /* SCHEMA region: u32 nmodules, then per module:
  *   u16 id, u16 version, u16 name_len, name, u16 ni, u16 nf,

@@ -17,12 +17,15 @@ from pathlib import Path
 import numpy as np
 
 MAGIC = b"SLUICELG"
-VERSION_MAJOR = 1
+VERSION_MAJOR = 2          # 2.0: regions may be stored compressed (R_DEFLATE)
+OLDEST_MAJOR = 1
 HEADER_SIZE = 64
 REGION_ENTRY_SIZE = 32
 MAX_REGIONS = 64
 
-R_PROCESS, R_SCHEMA, R_NAMES, R_MODULE = 1, 2, 3, 4
+R_PROCESS, R_SCHEMA, R_NAMES, R_MODULE, R_DEFLATE = 1, 2, 3, 4, 5
+DEFLATE_HEAD = 16
+INFLATE_MAX_RATIO = 1032   # deflate gives at most this many bytes per byte of stream
 END_REASONS = {1: "exit", 2: "SIGTERM", 3: "_exit", 4: "exec"}
 F_PARTIAL, F_SIGNAL = 1, 2
 
@@ -185,8 +188,9 @@ def _parse(p: Path, data: bytes) -> Log:
         raise LogFormatError("not a sluice log (bad magic)")
     major, minor, hsize, nreg, flags, fsize, table_off = struct.unpack_from("<HHIIIQI", data, 8)
     (hcrc,) = struct.unpack_from("<I", data, 60)
-    if major != VERSION_MAJOR:
-        raise LogFormatError(f"log format version {major}.{minor} is not supported (this reader reads {VERSION_MAJOR}.x)")
+    if not OLDEST_MAJOR <= major <= VERSION_MAJOR:
+        raise LogFormatError(f"log format version {major}.{minor} is not supported "
+                             f"(this reader reads {OLDEST_MAJOR}.x to {VERSION_MAJOR}.x)")
     if hsize < HEADER_SIZE or nreg > MAX_REGIONS or table_off < HEADER_SIZE:
         raise LogFormatError("corrupt header")
     table_end = table_off + nreg * REGION_ENTRY_SIZE
@@ -208,6 +212,8 @@ def _parse(p: Path, data: bytes) -> Log:
         body = data[roff : roff + rlen]
         if zlib.crc32(body) != rcrc:
             raise LogFormatError(f"corrupt region {i} (type {rtype}, checksum mismatch)")
+        if rtype == R_DEFLATE:
+            rtype, body = _inflated(body, i)
         regions.append((rtype, rver, body))
 
     proc = [b for t, _, b in regions if t == R_PROCESS]
@@ -265,6 +271,27 @@ def _parse(p: Path, data: bytes) -> Log:
                                   recs["floats"].reshape(nrec, 2, nf), paths))
     log.records = Records(blocks)
     return log
+
+
+def _inflated(body: bytes, i: int) -> tuple[int, bytes]:
+    """The type and bytes of the region a DEFLATE region holds: the stream
+    must end exactly at the region's end and give exactly the announced
+    length (the C reader's limits: under 4 GiB either way)."""
+    if len(body) < DEFLATE_HEAD:
+        raise LogFormatError(f"compressed region {i} is truncated")
+    rtype, _zero, raw = struct.unpack_from("<IIQ", body)
+    zlen = len(body) - DEFLATE_HEAD
+    bad = LogFormatError(f"corrupt region {i} (type {R_DEFLATE}, bad compressed data)")
+    if rtype == R_DEFLATE or raw // INFLATE_MAX_RATIO > zlen or zlen > 0xFFFFFFFF or raw >= 0xFFFFFFFF:
+        raise bad
+    z = zlib.decompressobj()
+    try:
+        out = z.decompress(memoryview(body)[DEFLATE_HEAD:], raw + 1)
+    except zlib.error:
+        raise bad from None
+    if not z.eof or z.unused_data or len(out) != raw:
+        raise bad
+    return rtype, out
 
 
 def _record_dtype(ni: int, nf: int) -> np.dtype:

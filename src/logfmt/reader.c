@@ -10,10 +10,13 @@
 #include "sluice/sluice_logreader.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include "common/crc32.h"
 #include "sluice/sluice_logfmt.h"
@@ -464,9 +467,55 @@ static int parse_module(struct ctx *c, const struct region *r, const struct modm
     return 0;
 }
 
+/* A DEFLATE region becomes the region it holds, inflated into *buf (the
+ * caller frees it). The stream must end exactly at the end of the region
+ * and give exactly the announced length. */
+static int inflate_region(struct ctx *c, struct region *r, uint32_t i, unsigned char **buf)
+{
+    if (r->len < SLUICE_LOG_DEFLATE_HEAD)
+        return fail(c, "compressed region %lu is truncated", (unsigned long)i);
+    uint32_t type = le32(r->body);
+    uint64_t raw = le64(r->body + 8);
+    size_t zlen = r->len - SLUICE_LOG_DEFLATE_HEAD;
+    /* raw + 1 bytes of room: a stream that would give more is seen to */
+    if (type == SLUICE_LOG_R_DEFLATE || raw / SLUICE_LOG_INFLATE_MAX_RATIO > zlen ||
+        zlen > UINT_MAX || raw >= UINT_MAX || raw >= SIZE_MAX)
+        return fail(c, "corrupt region %lu (type %d, bad compressed data)", (unsigned long)i, SLUICE_LOG_R_DEFLATE);
+    if (!(*buf = malloc((size_t)raw + 1)))
+        return oom(c);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit(&z) != Z_OK)
+        return oom(c);
+    z.next_in = (Bytef *)(r->body + SLUICE_LOG_DEFLATE_HEAD);
+    z.avail_in = (uInt)zlen;
+    z.next_out = *buf;
+    z.avail_out = (uInt)raw + 1;
+    int zrc = inflate(&z, Z_FINISH);
+    int ok = zrc == Z_STREAM_END && z.avail_in == 0 && z.total_out == raw;
+    inflateEnd(&z);
+    if (!ok)
+        return fail(c, "corrupt region %lu (type %d, bad compressed data)", (unsigned long)i, SLUICE_LOG_R_DEFLATE);
+    r->type = type;
+    r->body = *buf;
+    r->len = (size_t)raw;
+    return 0;
+}
+
 /* ---- the whole log ---- */
 
+static int parse_regions(struct ctx *c, const unsigned char *d, size_t len, unsigned char **inflated);
+
 static int parse(struct ctx *c, const unsigned char *d, size_t len)
+{
+    unsigned char *inflated[SLUICE_LOG_MAX_REGIONS] = {0};
+    int rc = parse_regions(c, d, len, inflated);
+    for (size_t i = 0; i < SLUICE_LOG_MAX_REGIONS; i++)
+        free(inflated[i]);
+    return rc;
+}
+
+static int parse_regions(struct ctx *c, const unsigned char *d, size_t len, unsigned char **inflated)
 {
     struct sluice_log *log = c->log;
     struct region reg[SLUICE_LOG_MAX_REGIONS];
@@ -480,9 +529,9 @@ static int parse(struct ctx *c, const unsigned char *d, size_t len)
     uint32_t hsize = le32(d + 12), nreg = le32(d + 16), flags = le32(d + 20);
     uint64_t fsize = le64(d + 24);
     uint32_t table_off = le32(d + 32), hcrc = le32(d + 60);
-    if (major != SLUICE_LOG_VERSION_MAJOR)
-        return fail(c, "log format version %u.%u is not supported (this reader reads %d.x)", major, minor,
-                    SLUICE_LOG_VERSION_MAJOR);
+    if (major < SLUICE_LOG_OLDEST_MAJOR || major > SLUICE_LOG_VERSION_MAJOR)
+        return fail(c, "log format version %u.%u is not supported (this reader reads %d.x to %d.x)", major, minor,
+                    SLUICE_LOG_OLDEST_MAJOR, SLUICE_LOG_VERSION_MAJOR);
     if (hsize < SLUICE_LOG_HEADER_SIZE || nreg > SLUICE_LOG_MAX_REGIONS || table_off < SLUICE_LOG_HEADER_SIZE)
         return fail(c, "corrupt header");
     uint64_t table_end = (uint64_t)table_off + (uint64_t)nreg * SLUICE_LOG_REGION_ENTRY_SIZE;
@@ -513,6 +562,8 @@ static int parse(struct ctx *c, const unsigned char *d, size_t len)
         if (sluice_crc32(0, reg[i].body, reg[i].len) != le32(e + 24))
             return fail(c, "corrupt region %lu (type %lu, checksum mismatch)", (unsigned long)i,
                         (unsigned long)reg[i].type);
+        if (reg[i].type == SLUICE_LOG_R_DEFLATE && inflate_region(c, &reg[i], i, &inflated[i]) < 0)
+            return -1;
     }
 
     /* PROCESS: the first one. */

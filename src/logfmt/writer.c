@@ -6,10 +6,12 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/clock.h"
 #include "common/crc32.h"
@@ -32,7 +34,39 @@ struct out {
     uint32_t crc;     /* CRC of the current region up to wbuf[crc_from] */
     size_t crc_from;  /* bytes of wbuf before it are in crc (or before the region) */
     int err;          /* first error (-errno) */
+    int counting;     /* a dry run: only `counted` grows */
+    uint64_t counted; /* bytes a dry run (or a compressed region) was given */
+    z_stream *z;      /* set while a region is written compressed */
 };
+
+/* Compressed regions: zlib gets its memory from a static arena sized for
+ * deflateInit2(level 6, window 15, memLevel 8) (about 268 KiB), never from
+ * malloc, which a signal handler must not call; when the arena does not
+ * suffice, the region is written plain. zin stages the region's bytes so
+ * that deflate sees large pieces, not field by field. */
+static _Alignas(16) unsigned char zmem[320 * 1024];
+static size_t zmem_used;
+static unsigned char zin[64 * 1024];
+static size_t zin_used;
+static z_stream zs;
+
+static voidpf zmem_alloc(voidpf opaque, uInt items, uInt size)
+{
+    (void)opaque;
+    size_t n = (size_t)items * size;
+    n = (n + 15) & ~(size_t)15;
+    if (n > sizeof zmem - zmem_used)
+        return Z_NULL;
+    void *p = zmem + zmem_used;
+    zmem_used += n;
+    return p;
+}
+
+static void zmem_free(voidpf opaque, voidpf p)
+{
+    (void)opaque;
+    (void)p; /* the arena is emptied before each stream */
+}
 
 /* The region's CRC takes in what was buffered since it last did: whole
  * buffers at a time, not field by field (a log holds millions of fields). */
@@ -52,9 +86,30 @@ static void out_flush(struct out *o)
     o->used = 0;
 }
 
+static void z_pump(struct out *o, int flush);
+
 static void out_bytes(struct out *o, const void *p, size_t n)
 {
     const unsigned char *b = p;
+    if (o->counting) {
+        o->counted += n;
+        return;
+    }
+    if (o->z) {
+        o->counted += n;
+        while (n) {
+            size_t k = sizeof zin - zin_used;
+            if (k > n)
+                k = n;
+            memcpy(zin + zin_used, b, k);
+            zin_used += k;
+            b += k;
+            n -= k;
+            if (zin_used == sizeof zin)
+                z_pump(o, Z_NO_FLUSH);
+        }
+        return;
+    }
     while (n) {
         size_t k = sizeof wbuf - o->used;
         if (k > n)
@@ -66,6 +121,31 @@ static void out_bytes(struct out *o, const void *p, size_t n)
         if (o->used == sizeof wbuf)
             out_flush(o);
     }
+}
+
+/* Deflate what zin holds into wbuf (flushed to the file as it fills);
+ * Z_FINISH ends the stream. */
+static void z_pump(struct out *o, int flush)
+{
+    z_stream *z = o->z;
+    z->next_in = zin;
+    z->avail_in = (uInt)zin_used;
+    for (;;) {
+        z->next_out = wbuf + o->used;
+        z->avail_out = (uInt)(sizeof wbuf - o->used);
+        int rc = deflate(z, flush);
+        o->used = sizeof wbuf - z->avail_out;
+        if (o->used == sizeof wbuf)
+            out_flush(o);
+        if (rc == Z_STREAM_END || (flush == Z_NO_FLUSH && rc == Z_OK && z->avail_in == 0))
+            break;
+        if (rc != Z_OK) { /* wbuf always has room: no other outcome is expected */
+            if (!o->err)
+                o->err = -EIO;
+            break;
+        }
+    }
+    zin_used = 0;
 }
 
 static void out_u16(struct out *o, uint16_t v)
@@ -206,104 +286,168 @@ static int make_dirs(const char *dir)
     return 0;
 }
 
-static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned end_reason)
+enum content { C_PROCESS, C_SCHEMA, C_NAMES, C_MODULE };
+
+/* What the regions are written from. */
+struct source {
+    unsigned end_reason;
+    struct sluice_record *head;
+    uint32_t gen;       /* the records to write carry this log_gen */
+    double spt;         /* seconds per clock tick */
+    unsigned module;    /* C_MODULE: which */
+};
+
+/* The bytes of one region (without its compression). */
+static void emit(struct out *o, enum content what, const struct source *src)
 {
-    struct region *r;
     char num[32];
 
-    /* PROCESS */
-    r = &reg[(*nreg)++];
-    region_begin(o, r, SLUICE_LOG_R_PROCESS, 1);
-    out_u64(o, (uint64_t)sluice_proc.pid);
-    out_u64(o, (uint64_t)sluice_proc.ppid);
-    out_u64(o, (uint64_t)sluice_proc.rank);
-    out_u64(o, (uint64_t)sluice_proc.nprocs);
-    out_u64(o, sluice_proc.start_unix_ns);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
-    out_u64(o, sluice_proc.start_mono_ns);
-    out_u32(o, end_reason);
-    out_u32(o, 7);
-    out_kv(o, "job_id", sluice_proc.job_id);
-    out_kv(o, "host", sluice_proc.host);
-    out_kv(o, "exe", sluice_proc.exe);
-    out_kv(o, "cmdline", sluice_proc.cmdline);
-    out_kv(o, "mode", sluice_cfg.mode);
-    out_kv(o, "paths", sluice_cfg.paths);
-    snprintf(num, sizeof num, "%d.%d", SLUICE_LOG_VERSION_MAJOR, SLUICE_LOG_VERSION_MINOR);
-    out_kv(o, "version", num);
-    region_end(o, r);
-
-    /* SCHEMA */
-    r = &reg[(*nreg)++];
-    region_begin(o, r, SLUICE_LOG_R_SCHEMA, 1);
-    uint32_t nmod = 0;
-    for (unsigned m = 0; m < SLUICE_MOD_END; m++)
-        nmod += sluice_module(m) != NULL;
-    out_u32(o, nmod);
-    for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
-        const struct sluice_module_info *mi = sluice_module(m);
-        if (!mi)
-            continue;
-        out_u16(o, mi->id);
-        out_u16(o, mi->version);
-        out_str16(o, mi->name);
-        out_u16(o, mi->ni);
-        out_u16(o, mi->nf);
-        for (int i = 0; i < mi->ni; i++)
-            out_str16(o, mi->inames[i]);
-        for (int i = 0; i < mi->nf; i++)
-            out_str16(o, mi->fnames[i]);
+    switch (what) {
+    case C_PROCESS: {
+        out_u64(o, (uint64_t)sluice_proc.pid);
+        out_u64(o, (uint64_t)sluice_proc.ppid);
+        out_u64(o, (uint64_t)sluice_proc.rank);
+        out_u64(o, (uint64_t)sluice_proc.nprocs);
+        out_u64(o, sluice_proc.start_unix_ns);
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+        out_u64(o, sluice_proc.start_mono_ns);
+        out_u32(o, src->end_reason);
+        out_u32(o, 7);
+        out_kv(o, "job_id", sluice_proc.job_id);
+        out_kv(o, "host", sluice_proc.host);
+        out_kv(o, "exe", sluice_proc.exe);
+        out_kv(o, "cmdline", sluice_proc.cmdline);
+        out_kv(o, "mode", sluice_cfg.mode);
+        out_kv(o, "paths", sluice_cfg.paths);
+        snprintf(num, sizeof num, "%d.%d", SLUICE_LOG_VERSION_MAJOR, SLUICE_LOG_VERSION_MINOR);
+        out_kv(o, "version", num);
+        break;
     }
-    region_end(o, r);
-
-    /* NAMES: every active record's path (a path shared by two modules is
-     * listed under each module's record id). Records can become active, or
-     * be created, while we write (other threads; a SIGTERM): the set is
-     * fixed once, here, by marking it, and only marked records are written
-     * in NAMES and MODULE regions, so the two always agree. */
-    static uint32_t write_gen;
-    uint32_t gen = ++write_gen;
-    struct sluice_record *head = sluice_records_first();
-    r = &reg[(*nreg)++];
-    region_begin(o, r, SLUICE_LOG_R_NAMES, 1);
-    uint32_t nnames = 0;
-    for (struct sluice_record *rec = head; rec; rec = rec->next) {
-        if (record_active(rec)) {
-            rec->log_gen = gen;
-            nnames++;
+    case C_SCHEMA: {
+        uint32_t nmod = 0;
+        for (unsigned m = 0; m < SLUICE_MOD_END; m++)
+            nmod += sluice_module(m) != NULL;
+        out_u32(o, nmod);
+        for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
+            const struct sluice_module_info *mi = sluice_module(m);
+            if (!mi)
+                continue;
+            out_u16(o, mi->id);
+            out_u16(o, mi->version);
+            out_str16(o, mi->name);
+            out_u16(o, mi->ni);
+            out_u16(o, mi->nf);
+            for (int i = 0; i < mi->ni; i++)
+                out_str16(o, mi->inames[i]);
+            for (int i = 0; i < mi->nf; i++)
+                out_str16(o, mi->fnames[i]);
         }
+        break;
     }
-    out_u32(o, nnames);
-    for (struct sluice_record *rec = head; rec; rec = rec->next) {
-        if (rec->log_gen != gen)
-            continue;
-        uint32_t n = (uint32_t)strlen(rec->path);
-        out_u64(o, rec->id);
-        out_u32(o, n);
-        out_bytes(o, rec->path, n);
+    case C_NAMES: {
+        uint32_t nnames = 0;
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
+            nnames += rec->log_gen == src->gen;
+        out_u32(o, nnames);
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next) {
+            if (rec->log_gen != src->gen)
+                continue;
+            uint32_t n = (uint32_t)strlen(rec->path);
+            out_u64(o, rec->id);
+            out_u32(o, n);
+            out_bytes(o, rec->path, n);
+        }
+        break;
     }
-    region_end(o, r);
-
-    /* One MODULE region per module, of the records named above. */
-    double spt = sluice_clock_seconds_per_tick();
-    for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
-        const struct sluice_module_info *mi = sluice_module(m);
-        if (!mi)
-            continue;
-        r = &reg[(*nreg)++];
-        region_begin(o, r, SLUICE_LOG_R_MODULE, mi->version);
+    case C_MODULE: {
         uint32_t nrec = 0;
-        for (struct sluice_record *rec = head; rec; rec = rec->next)
-            nrec += rec->module == m && rec->log_gen == gen;
-        out_u16(o, (uint16_t)m);
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
+            nrec += rec->module == src->module && rec->log_gen == src->gen;
+        out_u16(o, (uint16_t)src->module);
         out_u16(o, 0);
         out_u32(o, nrec);
-        for (struct sluice_record *rec = head; rec; rec = rec->next)
-            if (rec->module == m && rec->log_gen == gen)
-                emit_record(o, rec, spt);
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
+            if (rec->module == src->module && rec->log_gen == src->gen)
+                emit_record(o, rec, src->spt);
+        break;
+    }
+    }
+}
+
+/* Whether regions are stored compressed: SLUICE_LOG_COMPRESS=0 keeps them
+ * plain (to read a log with a hex dump). getenv takes no lock. */
+static int compress_wanted(void)
+{
+    const char *v = getenv("SLUICE_LOG_COMPRESS");
+    return !(v && v[0] == '0' && v[1] == '\0');
+}
+
+/* One region, deflated when `compress` and zlib gets its memory, else
+ * plain. Its inflated size goes before the stream: a dry run counts it
+ * (the records to write are fixed, their sizes do not change). */
+static void put_region(struct out *o, struct region *r, uint32_t type, uint32_t version, int compress,
+                       enum content what, const struct source *src)
+{
+    struct out dry = {.counting = 1};
+
+    if (compress) {
+        emit(&dry, what, src);
+        zmem_used = 0;
+        memset(&zs, 0, sizeof zs);
+        zs.zalloc = zmem_alloc;
+        zs.zfree = zmem_free;
+        /* readers take a stream and its inflated size under 4 GiB */
+        compress = dry.counted < UINT32_MAX - 1 &&
+                   deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    }
+    if (!compress) {
+        region_begin(o, r, type, version);
+        emit(o, what, src);
         region_end(o, r);
+        return;
+    }
+    region_begin(o, r, SLUICE_LOG_R_DEFLATE, version);
+    out_u32(o, type);
+    out_u32(o, 0);
+    out_u64(o, dry.counted);
+    o->z = &zs;
+    o->counted = 0;
+    zin_used = 0;
+    emit(o, what, src);
+    z_pump(o, Z_FINISH);
+    if (o->counted != dry.counted && !o->err)
+        o->err = -EIO; /* not reached: the two runs write the same records */
+    deflateEnd(&zs);
+    o->z = NULL;
+    region_end(o, r);
+}
+
+static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned end_reason)
+{
+    /* The records to write: every active one. Records can become active, or
+     * be created, while we write (other threads; a SIGTERM): the set is
+     * fixed once, here, by marking it, and only marked records are written
+     * in NAMES and MODULE regions, so the two always agree (a path shared
+     * by two modules is listed under each module's record id). */
+    static uint32_t write_gen;
+    struct source src = {end_reason, sluice_records_first(), ++write_gen, sluice_clock_seconds_per_tick(), 0};
+    for (struct sluice_record *rec = src.head; rec; rec = rec->next)
+        if (record_active(rec))
+            rec->log_gen = src.gen;
+    int z = compress_wanted();
+
+    /* PROCESS stays plain: who ran is readable with `strings`. */
+    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_PROCESS, 1, 0, C_PROCESS, &src);
+    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_SCHEMA, 1, z, C_SCHEMA, &src);
+    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_NAMES, 1, z, C_NAMES, &src);
+    for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
+        const struct sluice_module_info *mi = sluice_module(m);
+        if (!mi)
+            continue;
+        src.module = m;
+        put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_MODULE, mi->version, z, C_MODULE, &src);
     }
 }
 

@@ -78,7 +78,7 @@ static void check(const void *data, size_t size)
     if (!log)
         abort();
     const struct sluice_log_process *pr = sluice_log_process(log);
-    if (pr->version_major != SLUICE_LOG_VERSION_MAJOR)
+    if (pr->version_major < SLUICE_LOG_OLDEST_MAJOR || pr->version_major > SLUICE_LOG_VERSION_MAJOR)
         abort();
     for (size_t i = 0; i < sluice_log_nrecords(log); i++) {
         const struct sluice_log_record *r = sluice_log_record_at(log, i);

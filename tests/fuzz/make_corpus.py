@@ -10,7 +10,8 @@ minor version, unknown region type, unknown module, repeated names, counts
 that do not fit, ...). Deterministic: the same vectors give the same files.
 Only the gen-* files are rewritten. Inputs found by libFuzzer are kept
 beside them: crash-* (each made a bug visible, now fixed), seed-* (made the
-fuzz target's own checks fail), fuzz-* (the smallest set reaching every edge
+fuzz target's own checks fail), writer-* (logs of the C writer, compressed),
+fuzz-* (the smallest set reaching every edge
 the fuzzer found beyond the gen-* files: `fuzz_logfmt -merge=1
 -use_counters=0 NEW_DIR FUZZ_DIR` on a copy of this folder).
 """
@@ -93,7 +94,8 @@ def main() -> None:
     mods = [r for r in regions if r[0] == 4]
     out["gen-rebuilt"] = build(regions, flags=hdr["flags"])
     out["gen-minor9"] = build(regions, minor=9)
-    out["gen-major2"] = build(regions, major=2)
+    out["gen-major2"] = build(regions, major=2)       # 2.0 with plain regions: read
+    out["gen-major3"] = build(regions, major=3)
     out["gen-table-far"] = build(regions, table_off=200)
     out["gen-unknown-region"] = build(regions + [(99, 1, b"future data")])
     # A module region of an id the schema does not describe.
@@ -130,6 +132,30 @@ def main() -> None:
                  (b"exe", b"second"), (b"\xc3\xa9", b"\"\\\n\t")]:
         kv += struct.pack("<H", len(k)) + k + struct.pack("<I", len(v)) + v
     out["gen-strings"] = build([(1, 1, pbody[:60] + struct.pack("<I", 4) + kv)] + regions[1:])
+    # Format 2.0: regions stored compressed (DEFLATE), read and refused.
+    def deflated(rtype: int, body: bytes, raw: int | None = None, stream: bytes | None = None) -> bytes:
+        stream = zlib.compress(body) if stream is None else stream
+        return struct.pack("<IIQ", rtype, 0, len(body) if raw is None else raw) + stream
+
+    out["gen-z-all"] = build([(5, v, deflated(t, b)) for t, v, b in regions], major=2)
+    out["gen-z-empty-unknown"] = build(regions + [(5, 1, deflated(42, b""))], major=2)
+    nb = names[0][2]
+    z = zlib.compress(nb)
+    gz = zlib.compressobj(wbits=31)
+    for what, region in {
+        "short": b"\3\0\0\0\0\0\0\0",
+        "nested": deflated(5, nb),
+        "long": deflated(3, nb, raw=len(nb) + 1),
+        "short-raw": deflated(3, nb, raw=len(nb) - 1),
+        "ratio": deflated(3, nb, raw=1032 * (len(z) + 1)),
+        "huge": deflated(3, nb, raw=0xFFFFFFFF),
+        "trailing": deflated(3, nb, stream=z + b"\0"),
+        "cut": deflated(3, nb, stream=z[:-5]),
+        "adler": deflated(3, nb, stream=z[:-1] + bytes([z[-1] ^ 1])),
+        "gzip": deflated(3, nb, stream=gz.compress(nb) + gz.flush()),
+        "empty": deflated(3, nb, stream=b""),
+    }.items():
+        out[f"gen-z-{what}"] = build(proc + schema + [(5, 1, region)] + mods, major=2)
     for name, data in out.items():
         (OUT / name).write_bytes(data)
     print(f"{len(out)} files in {OUT}")

@@ -414,7 +414,7 @@ def test_messages(tmp_path: Path) -> None:
     cases = {
         "magic": (b"NOTSLUIC" + data[8:], "not a sluice log (bad magic)"),
         "short": (data[:10], "is shorter than the header"),
-        "major": (build(regions, major=2), "log format version 2.0 is not supported"),
+        "major": (build(regions, major=3), "log format version 3.0 is not supported (this reader reads 1.x to 2.x)"),
         "table": (data[:70], "region table is cut off"),
         "hcrc": (data[:40] + b"\1" + data[41:], "corrupt header (checksum mismatch)"),
         "size": (data[:-1], "truncated"),
@@ -519,12 +519,18 @@ def test_float_values(tmp_path: Path) -> None:
     assert seen == {struct.pack("<d", v) for v in FLOATS}  # -0.0 and 0.0 told apart, NaN kept
 
 
-def test_large_log(tmp_path: Path) -> None:
-    """A log of a few hundred kilobytes (thousands of records) reads the same
-    with both readers."""
+@pytest.mark.parametrize("compress", ["1", "0"])
+def test_large_log(tmp_path: Path, compress: str) -> None:
+    """A log of thousands of records reads the same with both readers,
+    compressed (under 100 bytes a record) or plain (SLUICE_LOG_COMPRESS=0)."""
     code = 'import os, sys\nfor i in range(2500):\n    open(f"{sys.argv[1]}/f{i}", "wb").close()\n'
-    logs = [p for p in run_traced(tmp_path, code) if read_log(p).records]
-    assert len(logs) == 1 and logs[0].stat().st_size > 256 * 1024
+    logs = [p for p in run_traced(tmp_path, code, {"SLUICE_LOG_COMPRESS": compress}) if read_log(p).records]
+    assert len(logs) == 1
+    size = logs[0].stat().st_size
+    assert size < 2500 * 100 if compress == "1" else size > 256 * 1024
+    data = logs[0].read_bytes()
+    types = [struct.unpack_from("<I", data, 64 + 32 * i)[0] for i in range(struct.unpack_from("<I", data, 16)[0])]
+    assert types == ([1, 5, 5] + [5] * (len(types) - 3) if compress == "1" else [1, 2, 3] + [4] * (len(types) - 3))
     log = read_log(logs[0])
     assert len(log.records) == 2500 and not log.partial
     (c,) = c_json(logs[0])
@@ -644,3 +650,70 @@ def test_good_and_bad_logs(tmp_path: Path) -> None:
     assert len(lines) == 2 and json.loads(lines[0]) == json.loads(lines[1])
     cp = logdump("--", good)
     assert cp.returncode == 0 and cp.stdout.startswith(b"# sluice log: ")
+
+
+# --------------------------------------------------------------------------
+# Compressed regions (format 2.0): both readers inflate them the same way
+# and refuse the same damaged ones.
+
+
+def deflated(rtype: int, body: bytes, raw: int | None = None, stream: bytes | None = None) -> bytes:
+    """A DEFLATE region's bytes holding a region of `rtype`."""
+    stream = zlib.compress(body) if stream is None else stream
+    return struct.pack("<IIQ", rtype, 0, len(body) if raw is None else raw) + stream
+
+
+def test_compressed_regions_read_as_plain(tmp_path: Path) -> None:
+    """Every region of a golden log stored compressed (PROCESS included, a
+    region of an unknown type holding nothing too) reads as the plain log."""
+    for name in VECTOR_NAMES:
+        head, regions = split((VECTORS / f"{name}.sluice").read_bytes())
+        blob = build([(5, v, deflated(t, b)) for t, v, b in regions] + [(5, 1, deflated(42, b""))], major=2,
+                     flags=head["flags"])
+        p = tmp_path / f"{name}.sluice"
+        p.write_bytes(blob)
+        want = py_json(read_log(VECTORS / f"{name}.sluice"))
+        got = py_json(read_log(p))
+        assert {**got, "path": "", "version": ""} == {**want, "path": "", "version": ""}
+        (c,) = c_json(p)
+        assert_same(c, got, name)
+
+
+def test_compressed_regions_refused(tmp_path: Path) -> None:
+    data = (VECTORS / "posix_stdio.sluice").read_bytes()
+    _, regions = split(data)
+    names = next(b for t, _, b in regions if t == 3)
+    z = zlib.compress(names)
+    gz = zlib.compressobj(wbits=31)
+    raw = zlib.compressobj(wbits=-15)
+    with_dict = zlib.compressobj(zdict=b"sluice")
+    bad_byte = z[:len(z) // 2] + bytes([z[len(z) // 2] ^ 0x55]) + z[len(z) // 2 + 1:]
+    cases = {
+        "short": (b"\3\0\0\0\0\0\0\0", "compressed region 2 is truncated"),
+        "nested": (deflated(5, names), "bad compressed data"),
+        "too-long": (deflated(3, names, raw=len(names) + 1), "bad compressed data"),
+        "too-short": (deflated(3, names, raw=len(names) - 1), "bad compressed data"),
+        "ratio": (deflated(3, names, raw=1032 * (len(z) + 1)), "bad compressed data"),
+        "huge": (deflated(3, names, raw=0xFFFFFFFF), "bad compressed data"),
+        "trailing": (deflated(3, names, stream=z + b"\0"), "bad compressed data"),
+        "cut": (deflated(3, names, stream=z[:-5]), "bad compressed data"),
+        "flipped": (deflated(3, names, stream=bad_byte), "bad compressed data"),
+        "adler": (deflated(3, names, stream=z[:-1] + bytes([z[-1] ^ 1])), "bad compressed data"),
+        "gzip": (deflated(3, names, stream=gz.compress(names) + gz.flush()), "bad compressed data"),
+        "raw-deflate": (deflated(3, names, stream=raw.compress(names) + raw.flush()), "bad compressed data"),
+        "dictionary": (deflated(3, names, stream=with_dict.compress(names) + with_dict.flush()),
+                       "bad compressed data"),
+        "empty": (deflated(3, names, stream=b""), "bad compressed data"),
+    }
+    paths = []
+    for what, (region, phrase) in cases.items():
+        p = tmp_path / f"{what}.sluice"
+        p.write_bytes(build([(5, v, region) if t == 3 else (t, v, b) for t, v, b in regions], major=2))
+        assert phrase in assert_py_refuses(p), what
+        assert phrase in assert_c_refuses(p), what
+        paths.append(p)
+    assert_c_refuses_all(paths)
+    # the name-less records of a log whose compressed NAMES region is skipped
+    p = tmp_path / "unknown-inside.sluice"
+    p.write_bytes(build([(5, v, deflated(42, b)) if t == 3 else (t, v, b) for t, v, b in regions], major=2))
+    assert "has no name" in assert_py_refuses(p) and "has no name" in assert_c_refuses(p)
