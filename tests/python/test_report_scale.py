@@ -16,7 +16,7 @@ import pytest
 from conftest import bin_path, report_json, sluice
 
 from sluice.logfmt import Log, Module, Record, RecordBlock, Records, read_log
-from sluice.report.model import SIDES, Job, combine, merge
+from sluice.report.model import SIDES, Job, combine, merge, zero_counters
 
 POSIX = Module(1, 1, "POSIX", ["POSIX_OPENS", "POSIX_WRITES", "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ",
                                "POSIX_MAX_BYTE_WRITTEN"],
@@ -33,14 +33,7 @@ PATHS = ["/s/a", "/s/b", "/s/%d {x}", '/s/"q"\\é\n', "/s/e", "<other files>"]
 def reference(job_id: str, logs: list[Log]) -> dict:
     """What model.merge gave when every record was a dict: Job.to_json()."""
     start = min(l.start_ns for l in logs)
-    zero: dict = {}
-    for l in logs:
-        for m in l.modules.values():
-            for name in m.int_names:
-                zero.setdefault(name, -1 if "MAX_BYTE" in name else 0)
-            for name in m.float_names:
-                zero.setdefault(name, 0.0)
-    totals = {s: dict(zero) for s in SIDES}
+    totals = {s: zero_counters(logs) for s in SIDES}
     files: dict[str, dict] = {}
 
     def into(dst: dict, src: dict) -> None:

@@ -303,11 +303,10 @@ def select_job(logs: list[Log], job: str | None = None, warn=None) -> tuple[str,
     return latest, by_job[latest]
 
 
-def merge(job_id: str, logs: list[Log]) -> Job:
-    start = min(l.start_ns for l in logs)
-    end = max(l.end_ns for l in logs)
-    # Every counter any log's schema names appears in the totals, so that a
-    # module with no activity still reads as zeros (MAX_BYTE as -1).
+def zero_counters(logs: list[Log]) -> dict[str, float]:
+    """Every counter any log's schema names, at zero (MAX_BYTE at -1): the
+    job's totals start from it, so that a module with no activity still
+    reads as zeros."""
     zero: dict[str, float] = {}
     for l in logs:
         for m in l.modules.values():
@@ -315,6 +314,13 @@ def merge(job_id: str, logs: list[Log]) -> Job:
                 zero.setdefault(name, -1 if "MAX_BYTE" in name else 0)
             for name in m.float_names:
                 zero.setdefault(name, 0.0)
+    return zero
+
+
+def merge(job_id: str, logs: list[Log]) -> Job:
+    start = min(l.start_ns for l in logs)
+    end = max(l.end_ns for l in logs)
+    zero = zero_counters(logs)
     ordered = sorted(logs, key=lambda x: (x.start_ns, x.pid))
     paths: dict[str, int] = {}
     processes: list[set[int]] = []
