@@ -67,10 +67,10 @@ class RecordBlock:
     def __len__(self) -> int:
         return len(self.paths)
 
-    def records(self) -> Iterator[Record]:
-        m = self.module
-        for rid, rflags, path, iv, fv in zip(self.ids.tolist(), self.flags.tolist(), self.paths,
-                                            self.ints.tolist(), self.floats.tolist()):
+    def records(self, start: int = 0, stop: int | None = None) -> Iterator[Record]:
+        m, part = self.module, slice(start, stop)
+        for rid, rflags, path, iv, fv in zip(self.ids[part].tolist(), self.flags[part].tolist(), self.paths[part],
+                                            self.ints[part].tolist(), self.floats[part].tolist()):
             app, fs = dict(zip(m.int_names, iv[0])), dict(zip(m.int_names, iv[1]))
             app.update(zip(m.float_names, fv[0]))
             fs.update(zip(m.float_names, fv[1]))
@@ -92,7 +92,16 @@ class Records(Sequence):
             yield from b.records()
 
     def __getitem__(self, i):
-        return list(self)[i]
+        if isinstance(i, slice):
+            return list(self)[i]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("record index out of range")
+        i %= n
+        for b in self.blocks:
+            if i < len(b):
+                return next(b.records(i, i + 1))
+            i -= len(b)
 
     def __repr__(self) -> str:
         return f"Records({len(self)} in {len(self.blocks)} blocks)"
