@@ -128,6 +128,13 @@ struct sluice_acb_stats {
 int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struct sluice_acb_hints *h,
                      const struct sluice_acb_writer *w, struct sluice_acb_stats *st);
 
+/* Write the disjoint, ascending extents of p as runs of touching extents,
+ * each cut where a multiple of write_size falls (a run that spans several
+ * extents is copied into one buffer per write). MPI_SUCCESS or the first
+ * write's error. */
+int sluice_acb_write_runs(const struct sluice_acb_pending *p, int64_t write_size, const struct sluice_acb_writer *w,
+                          struct sluice_acb_stats *st);
+
 /* Independent: write this rank's own pending writes, coalesced into runs,
  * and empty the list (the memory-cap and atomic-mode fallbacks, reads of
  * pending ranges). MPI_SUCCESS or the first write's error. */
