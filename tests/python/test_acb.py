@@ -362,3 +362,44 @@ def test_a_rank_over_its_memory_cap_in_collective_writes(tmp_path):
     assert (d / "c.dat").read_bytes() == plain.read_bytes()
     e = file_entry(report_json(logs), d / "c.dat")
     assert e["app"]["MPIIO_FALLBACKS"] >= 1 and e["fs"]["MPIIO_INDEP_WRITES"] > 0
+
+
+EPOCHS_PY = """
+import sys
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+fh = MPI.File.Open(comm, sys.argv[1], MPI.MODE_CREATE | MPI.MODE_WRONLY)
+if comm.rank == 0:
+    fh.Write_at(0, b"A" * 4096)            # small: kept pending on rank 0
+fh.Set_view(0, MPI.BYTE, MPI.BYTE, "native")   # collective: that write is of an earlier epoch
+comm.Barrier()
+if comm.rank == 1:
+    fh.Write_at(0, b"B" * 65536)           # a unit, but it must land after rank 0's write
+fh.Sync()                                  # nothing pending anywhere now
+comm.Barrier()
+if comm.rank == 2:
+    fh.Write_at(65536, b"C" * 65536)       # a unit: straight through
+fh.Close()
+"""
+
+
+def test_a_unit_waits_for_earlier_epochs_of_other_ranks(tmp_path):
+    """After a collective call, another rank may hold a pending write of the
+    epoch before it, which must land first: a unit written then stays
+    pending (and wins by its epoch) until a flush shows nothing is pending;
+    after the sync it goes straight through. The file is plain's."""
+    script = tmp_path / "epochs.py"
+    script.write_text(EPOCHS_PY)
+    env = python_env()
+    env.update(MPI_ENV)
+    py = str(REPO / ".venv" / "bin" / "python")
+    plain, acb, logs = tmp_path / "plain.dat", tmp_path / "acb" / "f.dat", tmp_path / "logs"
+    acb.parent.mkdir()
+    subprocess.run([*MPIRUN, py, str(script), str(plain)], env=env, check=True, capture_output=True, timeout=300)
+    sluice("run", "--mode", "acb", "--log-dir", str(logs), "--path", str(acb.parent), "--",
+           *MPIRUN, py, str(script), str(acb), env=MPI_ENV)
+    assert plain.read_bytes() == b"B" * 65536 + b"C" * 65536
+    assert acb.read_bytes() == plain.read_bytes()
+    e = file_entry(report_json(logs), acb)
+    assert e["app"]["MPIIO_ACB_DIRECT_WRITES"] == 1 and e["app"]["MPIIO_INDEP_WRITES"] == 3
