@@ -53,24 +53,43 @@ class Record:
     fs: dict[str, float]
 
 
-@dataclass(eq=False)
 class RecordBlock:
     """The records of one MODULE region as arrays over the region's bytes:
-    a log of thousands of records costs a few arrays, not a dict per record."""
-    module: Module
-    ids: np.ndarray       # uint64, one per record
-    flags: np.ndarray     # uint32
-    ints: np.ndarray      # int64 [record, side (0 app, 1 fs), counter]
-    floats: np.ndarray    # float64 [record, side, counter]
-    paths: list[str]
+    a log of thousands of records costs a few arrays, not a dict per record.
+    Of a region stored compressed only the stored bytes are kept, and its
+    counters are inflated again each time they are asked for (arrays()):
+    a job's logs take little memory until a caller goes through them."""
+
+    def __init__(self, module: Module, ids: np.ndarray, flags: np.ndarray, ints: np.ndarray | None = None,
+                 floats: np.ndarray | None = None, paths: list[str] | None = None, stored: bytes | None = None):
+        self.module = module
+        self.ids = ids          # uint64, one per record
+        self.flags = flags      # uint32
+        self.paths = paths or []
+        self._ints, self._floats, self._stored = ints, floats, stored
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """int64 [record, side (0 app, 1 fs), counter] and float64 [record, side, counter]."""
+        if self._stored is None:
+            return self._ints, self._floats
+        return _counters(_inflated(self._stored, 0)[1], self.module, len(self.paths))[2:]
+
+    @property
+    def ints(self) -> np.ndarray:
+        return self.arrays()[0]
+
+    @property
+    def floats(self) -> np.ndarray:
+        return self.arrays()[1]
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def records(self, start: int = 0, stop: int | None = None) -> Iterator[Record]:
         m, part = self.module, slice(start, stop)
+        ints, floats = self.arrays()
         for rid, rflags, path, iv, fv in zip(self.ids[part].tolist(), self.flags[part].tolist(), self.paths[part],
-                                            self.ints[part].tolist(), self.floats[part].tolist()):
+                                            ints[part].tolist(), floats[part].tolist()):
             app, fs = dict(zip(m.int_names, iv[0])), dict(zip(m.int_names, iv[1]))
             app.update(zip(m.float_names, fv[0]))
             fs.update(zip(m.float_names, fv[1]))
@@ -213,7 +232,8 @@ def _parse(p: Path, data: bytes) -> Log:
         what = "truncated" if len(data) < fsize else "wrong size"
         raise LogFormatError(f"{what}: {len(data)} bytes on disk, the header says {fsize}")
 
-    regions: list[tuple[int, int, bytes]] = []
+    # (type, version, body, the stored bytes of a region held by a DEFLATE one)
+    regions: list[tuple[int, int, bytes, bytes | None]] = []
     for i in range(nreg):
         rtype, rver, roff, rlen, rcrc, _ = struct.unpack_from("<IIQQII", data, table_off + i * REGION_ENTRY_SIZE)
         if roff + rlen > len(data) or roff < table_end:
@@ -221,11 +241,13 @@ def _parse(p: Path, data: bytes) -> Log:
         body = data[roff : roff + rlen]
         if zlib.crc32(body) != rcrc:
             raise LogFormatError(f"corrupt region {i} (type {rtype}, checksum mismatch)")
+        packed = None
         if rtype == R_DEFLATE:
+            packed = body
             rtype, body = _inflated(body, i)
-        regions.append((rtype, rver, body))
+        regions.append((rtype, rver, body, packed))
 
-    proc = [b for t, _, b in regions if t == R_PROCESS]
+    proc = [b for t, _, b, _ in regions if t == R_PROCESS]
     if not proc:
         raise LogFormatError("no process region")
     c = _Cursor(proc[0], "process")
@@ -239,7 +261,7 @@ def _parse(p: Path, data: bytes) -> Log:
               start_ns=start_ns, end_ns=end_ns, end_reason=END_REASONS.get(end_reason, f"unknown({end_reason})"),
               info=info)
 
-    for t, _, body in regions:
+    for t, _, body, _ in regions:
         if t == R_SCHEMA:
             c = _Cursor(body, "schema")
             for _ in range(c.u32()):
@@ -251,7 +273,7 @@ def _parse(p: Path, data: bytes) -> Log:
                 log.modules[mid] = Module(mid, mver, name, inames, fnames)
 
     names: dict[int, str] = {}
-    for t, _, body in regions:
+    for t, _, body, _ in regions:
         if t == R_NAMES:
             c = _Cursor(body, "names")
             for _ in range(c.u32()):
@@ -259,7 +281,7 @@ def _parse(p: Path, data: bytes) -> Log:
                 names[rid] = c.str32()
 
     blocks: list[RecordBlock] = []
-    for t, _, body in regions:
+    for t, _, body, packed in regions:
         if t != R_MODULE:
             continue
         c = _Cursor(body, "module")
@@ -271,13 +293,14 @@ def _parse(p: Path, data: bytes) -> Log:
         rec_size = 16 + 16 * ni + 16 * nf
         if nrec * rec_size > len(body) - c.pos:
             raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
-        recs = np.frombuffer(body, dtype=_record_dtype(ni, nf), count=nrec, offset=c.pos)
-        ids = recs["id"]
+        ids, flags, ints, floats = _counters(body, mod, nrec)
         paths = [names.get(rid) for rid in ids.tolist()]
         if None in paths:
             raise LogFormatError(f"{mod.name} record {int(ids[paths.index(None)]):#x} has no name")
-        blocks.append(RecordBlock(mod, ids, recs["flags"], recs["ints"].reshape(nrec, 2, ni),
-                                  recs["floats"].reshape(nrec, 2, nf), paths))
+        if packed is not None:    # the inflated bytes are let go: arrays() inflates them again
+            blocks.append(RecordBlock(mod, ids.copy(), flags.copy(), paths=paths, stored=packed))
+        else:
+            blocks.append(RecordBlock(mod, ids, flags, ints, floats, paths))
     log.records = Records(blocks)
     return log
 
@@ -301,6 +324,14 @@ def _inflated(body: bytes, i: int) -> tuple[int, bytes]:
     if not z.eof or z.unused_data or len(out) != raw:
         raise bad
     return rtype, out
+
+
+def _counters(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """ids, flags, ints [record, side, counter] and floats of a MODULE
+    region's records (checked to fit), views of its bytes."""
+    ni, nf = len(mod.int_names), len(mod.float_names)
+    recs = np.frombuffer(body, dtype=_record_dtype(ni, nf), count=nrec, offset=8)
+    return recs["id"], recs["flags"], recs["ints"].reshape(nrec, 2, ni), recs["floats"].reshape(nrec, 2, nf)
 
 
 def _record_dtype(ni: int, nf: int) -> np.dtype:

@@ -21,7 +21,7 @@ import numpy as np
 
 from sluice.errors import UserError
 from sluice.logfmt import Log, LogFormatError, Records, read_log
-from sluice.report.tables import Table, same_segments, segments, write_files_json
+from sluice.report.tables import Table, merge_tables, write_files_json
 
 SIDES = ("app", "fs")
 # Marks the Log that holds a Darshan log's rank -1 records: files every rank
@@ -234,8 +234,8 @@ def process_rows(job: Job) -> list[dict]:
 
     ordered = sorted(job.logs, key=lambda x: (x.start_ns, x.pid))
     row_of = {id(l): i for i, l in enumerate(ordered)}
-    segs = segments(ordered, job.start_ns, lambda l, path: row_of[id(l)])
-    tables = {side: Table(len(ordered), segs[side], {}).all_counters() for side in SIDES}
+    merged = merge_tables(ordered, job.start_ns, lambda l, path: row_of[id(l)], {})
+    tables = {side: merged[side].all_counters() for side in SIDES}
     rows = []
     for i, l in enumerate(ordered):
         shared = SHARED in l.info
@@ -269,8 +269,8 @@ def per_process_app(job: Job) -> dict[str, dict[int, Mapping[str, float]]]:
     """path -> pid -> the app counters of that process's records of the file
     (logs of one pid merged, in the order of job.logs; timestamps as logged)."""
     rows: dict[tuple[str, int], int] = {}
-    segs = segments(job.logs, None, lambda l, path: rows.setdefault((path, l.pid), len(rows)))
-    counters = Table(len(rows), segs["app"], {}).all_counters()
+    merged = merge_tables(job.logs, None, lambda l, path: rows.setdefault((path, l.pid), len(rows)), {}, ("app",))
+    counters = merged["app"].all_counters()
     out: dict[str, dict[int, Mapping[str, float]]] = defaultdict(dict)
     for (path, pid), c in zip(rows, counters):
         out[path][pid] = c
@@ -336,10 +336,8 @@ def merge(job_id: str, logs: list[Log]) -> Job:
             processes[i].add(l.pid)
         return i
 
-    segs = segments(ordered, start, file_of)
-    app = Table(len(processes), segs["app"], zero)
-    # in profile mode both sides hold the same values: one table serves both
-    fs = app if same_segments(segs["app"], segs["fs"]) else Table(len(processes), segs["fs"], zero)
+    tables = merge_tables(ordered, start, file_of, zero)
+    app, fs = tables["app"], tables["fs"]
     app_counters = app.all_counters()
     fs_counters = app_counters if fs is app else fs.all_counters()
     files = [FileTotals(p, a, f, procs) for p, a, f, procs in zip(paths, app_counters, fs_counters, processes)]

@@ -12,6 +12,7 @@ a dict merge would give them (Counters reads a row as such a dict).
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import TextIO
 
 import numpy as np
 
-from sluice.logfmt import Log, Module, Record, Records
+from sluice.logfmt import Log, Module, Record, RecordBlock, Records
 
 SUM, MAX, FIRST = 0, 1, 2  # how a counter combines: add, largest, earliest non-zero
 
@@ -95,37 +96,75 @@ def _dict_segments(records: list[Record], side: str, rows: list[int], offset: fl
             run_rows.append(row)
 
 
-def segments(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str], int]) -> dict[str, list[Segment]]:
-    """Every record of the logs, in order, as segments of each side;
-    row_of(log, path) gives the table row a record goes to. Timestamps are
-    moved to count from start_ns (None: left as they are)."""
-    out: dict[str, list[Segment]] = {"app": [], "fs": []}
+@dataclass
+class _Block:
+    """A read log's block of records; its values are loaded when merged."""
+    block: RecordBlock
+    layout: Layout
+    rows: np.ndarray
+    offset: float
+
+
+def _plan(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str], int]) -> list:
+    """Every record of the logs, in order, with its row assigned: a _Block
+    per block of a read log, a pair of segment lists (app, fs) per log of
+    Records given as dicts."""
+    items: list = []
     for l in logs:
         offset = 0.0 if start_ns is None else (l.start_ns - start_ns) / 1e9
         if isinstance(l.records, Records):
             for b in l.records.blocks:
-                if not len(b):
-                    continue
-                lay = module_layout(b.module)
-                rows = np.array([row_of(l, p) for p in b.paths], dtype=np.intp)
-                for s, side in enumerate(("app", "fs")):
-                    out[side].append(Segment(lay, b.ints[:, s, :], b.floats[:, s, :], rows, offset))
+                if len(b):
+                    items.append(_Block(b, module_layout(b.module),
+                                        np.array([row_of(l, p) for p in b.paths], dtype=np.intp), offset))
         else:
             recs = list(l.records)
             rows = [row_of(l, r.path) for r in recs]
-            for side in out:
-                out[side].extend(_dict_segments(recs, side, rows, offset))
-    return out
+            items.append(tuple(list(_dict_segments(recs, side, rows, offset)) for side in ("app", "fs")))
+    return items
 
 
-def same_segments(a: list[Segment], b: list[Segment]) -> bool:
+def _same(a: list[Segment], b: list[Segment]) -> bool:
     """Whether two sides' segments hold the same keys and the same bits."""
-    def bits(x: np.ndarray) -> np.ndarray:
-        return x.view(np.int64)
-
     return len(a) == len(b) and all(
         x.layout == y.layout and np.array_equal(x.rows, y.rows) and np.array_equal(x.ints, y.ints)
-        and np.array_equal(bits(x.floats), bits(y.floats)) for x, y in zip(a, b))
+        and np.array_equal(x.floats.view(np.int64), y.floats.view(np.int64)) for x, y in zip(a, b))
+
+
+def merge_tables(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str], int],
+                 zero: dict[str, float], sides: tuple[str, ...] = ("app", "fs")) -> dict[str, Table]:
+    """The records of the logs merged into tables of rows (row_of(log, path)
+    gives a record's row; timestamps moved to count from start_ns, None:
+    left as they are), one table per side. A block's values are loaded (a
+    compressed one inflated) only while it is merged. While fs holds the
+    same values as app (profile mode), one table serves both."""
+    rows: list[int] = []
+
+    def counted(l: Log, path: str) -> int:
+        r = row_of(l, path)
+        rows.append(r)
+        return r
+
+    items = _plan(logs, start_ns, counted)
+    nrows = max(rows) + 1 if rows else 0
+    layouts = [i.layout for i in items if isinstance(i, _Block)] + \
+        [seg.layout for i in items if not isinstance(i, _Block) for segs in i for seg in segs]
+    app = Table(nrows, layouts, zero)
+    fs: Table | None = None
+    for item in items:
+        if isinstance(item, _Block):
+            ints, floats = item.block.arrays()
+            pair = [[Segment(item.layout, ints[:, s, :], floats[:, s, :], item.rows, item.offset)] for s in (0, 1)]
+        else:
+            pair = list(item)
+        if fs is None and "fs" in sides and not _same(*pair):
+            fs = app.copy()
+        for seg in pair[0]:
+            app.add(seg)
+        if fs is not None:
+            for seg in pair[1]:
+                fs.add(seg)
+    return {"app": app, "fs": fs or app}
 
 
 class KeySet:
@@ -253,20 +292,21 @@ def _shifted(vals: np.ndarray, timestamp: np.ndarray, offset: float) -> np.ndarr
 class Table:
     """Segments of one side merged into `nrows` rows (the files), and the
     total of all of them, which starts from `zero` (every counter of the
-    job's schemas)."""
+    job's schemas). `layouts`: every layout the segments will have."""
 
-    def __init__(self, nrows: int, segs: list[Segment], zero: dict[str, float]) -> None:
+    def __init__(self, nrows: int, layouts: list[Layout], zero: dict[str, float]) -> None:
         cols, tcols = Columns(), Columns()
         for k, v in zero.items():
             tcols.add(k, isinstance(v, float))
-        layouts: dict[Layout, int] = {}
-        for seg in segs:
-            if seg.layout not in layouts:
-                layouts[seg.layout] = len(layouts)
-                for k, (f, _) in zip(seg.layout.keys, seg.layout.where):
+        self._lids: dict[Layout, int] = {}
+        for lay in layouts:
+            if lay not in self._lids:
+                self._lids[lay] = len(self._lids)
+                for k, (f, _) in zip(lay.keys, lay.where):
                     cols.add(k, f)
                     tcols.add(k, f)
-        self.columns, self.layouts = cols.of, list(layouts)
+        self.columns, self.layouts = cols.of, list(self._lids)
+        self._cols, self._tcols = cols, tcols
         self.ints = np.zeros((nrows, len(cols.names[0])), dtype=np.int64)
         self.floats = np.zeros((nrows, len(cols.names[1])), dtype=np.float64)
         # A row's dict keys are those of the layouts it met, in order: its
@@ -275,55 +315,68 @@ class Table:
         self.sig = np.zeros(nrows, dtype=np.intp)
         self._steps: dict[tuple[int, int], int] = {}
         self._keysets: dict[int, KeySet] = {}
-        lay_cols = self._lay_cols = {lay: cols.of_layout(lay) for lay in layouts}
+        self._lay_cols = {lay: cols.of_layout(lay) for lay in self._lids}
         self._presents: dict[tuple[int, int, int], np.ndarray] = {}
-        rules, trules = (cols.rules(False), cols.rules(True)), (tcols.rules(False), tcols.rules(True))
-        stamp = np.array(["_TIMESTAMP" in n for n in cols.names[1]], dtype=bool)
+        self._rules = (cols.rules(False), cols.rules(True))
+        self._trules = (tcols.rules(False), tcols.rules(True))
+        self._stamp = np.array(["_TIMESTAMP" in n for n in cols.names[1]], dtype=bool)
         # timestamps are float counters; an int one would not move
-        tstamp = (np.zeros(len(tcols.names[0]), dtype=bool),
-                  np.array(["_TIMESTAMP" in n for n in tcols.names[1]], dtype=bool))
-        total = (np.array([zero.get(n, 0) for n in tcols.names[0]], dtype=np.int64),
-                 np.array([zero.get(n, 0) for n in tcols.names[1]], dtype=np.float64))
-        in_total = tuple(np.array([n in zero for n in tcols.names[f]], dtype=bool) for f in (0, 1))
-        total_keys = dict.fromkeys(zero)
-        for seg in segs:
-            if not len(seg.rows):
-                continue
-            lid = layouts[seg.layout]
-            total_keys.update(dict.fromkeys(seg.layout.keys))
-            tc = tcols.of_layout(seg.layout)
-            for f in (0, 1):
-                v = _shifted(tcols.values(seg, bool(f)), tstamp[f][tc[f]], seg.offset)
-                total[f][tc[f]] = _reduce(total[f][tc[f]], in_total[f][tc[f]], v, trules[f][tc[f]])
-                in_total[f][tc[f]] = True
-            c = lay_cols[seg.layout]
-            vals = (cols.values(seg, False), _shifted(cols.values(seg, True), stamp[c[1]], seg.offset))
-            uniq, counts = np.unique(seg.rows, return_counts=True)
-            if counts.max() > len(uniq):     # few rows, many records each: a row at a time
-                for row in uniq.tolist():
-                    sel = np.flatnonzero(seg.rows == row)
-                    u = int(self.sig[row])
-                    for f in (0, 1):
-                        mat = self.floats if f else self.ints
-                        mat[row, c[f]] = _reduce(mat[row, c[f]], self._present(u, lid, f), vals[f][sel],
-                                                 rules[f][c[f]])
-                    self.sig[row] = self._step(u, lid)
-                continue
-            for sel in _rounds(seg.rows):
-                r = seg.rows if sel is None else seg.rows[sel]
-                old = self.sig[r]
-                for u in np.unique(old).tolist():
-                    at = slice(None) if u == old[0] and (old == u).all() else np.flatnonzero(old == u)
-                    for f in (0, 1):
-                        mat, v = (self.floats if f else self.ints), vals[f] if sel is None else vals[f][sel]
-                        idx = np.ix_(r[at], c[f])
-                        if not self.sigs[u]:           # the rows' first record: its values as they are
-                            mat[idx] = v[at]
-                        else:
-                            mat[idx] = np.where(self._present(u, lid, f), _combine(mat[idx], v[at], rules[f][c[f]]),
-                                                v[at])
-                    self.sig[r[at]] = self._step(u, lid)
-        self._total = (total, tcols, list(total_keys))
+        self._tstamp = (np.zeros(len(tcols.names[0]), dtype=bool),
+                        np.array(["_TIMESTAMP" in n for n in tcols.names[1]], dtype=bool))
+        self._total = (np.array([zero.get(n, 0) for n in tcols.names[0]], dtype=np.int64),
+                       np.array([zero.get(n, 0) for n in tcols.names[1]], dtype=np.float64))
+        self._in_total = tuple(np.array([n in zero for n in tcols.names[f]], dtype=bool) for f in (0, 1))
+        self._total_keys = dict.fromkeys(zero)
+
+    def copy(self) -> "Table":
+        """A table in the same state, that goes on on its own."""
+        t = copy.copy(self)
+        t.ints, t.floats, t.sig = self.ints.copy(), self.floats.copy(), self.sig.copy()
+        t.sigs, t._steps, t._keysets, t._presents = list(self.sigs), dict(self._steps), {}, dict(self._presents)
+        t._total = (self._total[0].copy(), self._total[1].copy())
+        t._in_total = (self._in_total[0].copy(), self._in_total[1].copy())
+        t._total_keys = dict(self._total_keys)
+        return t
+
+    def add(self, seg: Segment) -> None:
+        """Merge a segment's records, in their order, into the rows and the total."""
+        if not len(seg.rows):
+            return
+        cols, tcols, rules, trules = self._cols, self._tcols, self._rules, self._trules
+        lid = self._lids[seg.layout]
+        self._total_keys.update(dict.fromkeys(seg.layout.keys))
+        tc = tcols.of_layout(seg.layout)
+        total, in_total = self._total, self._in_total
+        for f in (0, 1):
+            v = _shifted(tcols.values(seg, bool(f)), self._tstamp[f][tc[f]], seg.offset)
+            total[f][tc[f]] = _reduce(total[f][tc[f]], in_total[f][tc[f]], v, trules[f][tc[f]])
+            in_total[f][tc[f]] = True
+        c = self._lay_cols[seg.layout]
+        vals = (cols.values(seg, False), _shifted(cols.values(seg, True), self._stamp[c[1]], seg.offset))
+        uniq, counts = np.unique(seg.rows, return_counts=True)
+        if counts.max() > len(uniq):     # few rows, many records each: a row at a time
+            for row in uniq.tolist():
+                sel = np.flatnonzero(seg.rows == row)
+                u = int(self.sig[row])
+                for f in (0, 1):
+                    mat = self.floats if f else self.ints
+                    mat[row, c[f]] = _reduce(mat[row, c[f]], self._present(u, lid, f), vals[f][sel], rules[f][c[f]])
+                self.sig[row] = self._step(u, lid)
+            return
+        for sel in _rounds(seg.rows):
+            r = seg.rows if sel is None else seg.rows[sel]
+            old = self.sig[r]
+            for u in np.unique(old).tolist():
+                at = slice(None) if u == old[0] and (old == u).all() else np.flatnonzero(old == u)
+                for f in (0, 1):
+                    mat, v = (self.floats if f else self.ints), vals[f] if sel is None else vals[f][sel]
+                    idx = np.ix_(r[at], c[f])
+                    if not self.sigs[u]:           # the rows' first record: its values as they are
+                        mat[idx] = v[at]
+                    else:
+                        mat[idx] = np.where(self._present(u, lid, f), _combine(mat[idx], v[at], rules[f][c[f]]),
+                                            v[at])
+                self.sig[r[at]] = self._step(u, lid)
 
     def _present(self, sig: int, lid: int, is_float: int) -> np.ndarray:
         """Which int (float) columns of layout `lid` a row of signature `sig` has."""
@@ -363,9 +416,8 @@ class Table:
 
     def totals(self) -> dict[str, float]:
         """The sum (by the rules) of every record, as a dict."""
-        (ints, floats), tcols, keys = self._total
-        vals = (ints.tolist(), floats.tolist())
-        return {k: vals[f][c] for k in keys for f, c in (tcols.of[k],)}
+        vals = (self._total[0].tolist(), self._total[1].tolist())
+        return {k: vals[f][c] for k in self._total_keys for f, c in (self._tcols.of[k],)}
 
     def column(self, name: str) -> np.ndarray:
         """One counter of every row; zeros where no row has it."""
