@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import bin_path, report_json, sluice
 
-from sluice.logfmt import Log, Module, Record, RecordBlock, Records, read_log
+from sluice.logfmt import Log, Module, RecordBlock, Records, read_log
 from sluice.report.model import SIDES, Job, combine, merge, zero_counters
 
 POSIX = Module(1, 1, "POSIX", ["POSIX_OPENS", "POSIX_WRITES", "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ",
