@@ -77,4 +77,5 @@ MODES: dict[str, str] = {
     'buffer': 'write-behind coalescing into large aligned writes, read-ahead',
     'stage': 'node-local tier, published to the shared file system atomically by background drainers',
     'acb': 'MPI-IO writes aggregated into large collective writes; POSIX calls as in profile',
+    'auto': 'per file: files created or truncated are staged, files updated or read are buffered',
 }

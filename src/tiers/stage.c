@@ -306,6 +306,13 @@ static void discard_locked(struct staged *s)
     forget_locked(s);
 }
 
+/* The modes whose stacks hold this tier (core/modes.def): stage, and auto,
+ * which stages the files it creates. */
+static int mode_stages(const char *mode)
+{
+    return strcmp(mode, "stage") == 0 || strcmp(mode, "auto") == 0;
+}
+
 static int stage_init(void)
 {
     char why[512];
@@ -313,7 +320,7 @@ static int stage_init(void)
 
     /* Every process loads the stage stack; only one that may stage touches
      * the tier. */
-    if (strcmp(sluice_cfg.mode, "stage") != 0 && !strstr(sluice_cfg.policy, "=stage"))
+    if (!mode_stages(sluice_cfg.mode) && !strstr(sluice_cfg.policy, "=stage") && !strstr(sluice_cfg.policy, "=auto"))
         return 0;
     if (sluice_cfg.tier[0])
         snprintf(st.tier, sizeof st.tier, "%s", sluice_cfg.tier);
@@ -352,6 +359,14 @@ static void count_fs(struct sluice_file *f, int counter, uint64_t t0, int failed
         sluice_count_error(f->rec, SLUICE_SIDES_FS);
     else
         sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
+}
+
+/* An open the node-local tier serves (POSIX_STAGED_OPENS): what auto mode
+ * chose for this file, and what stage mode did with it. */
+static void count_tier_open(struct sluice_file *f)
+{
+    uint64_t t = sluice_now();
+    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_STAGED_OPENS, t, t);
 }
 
 /* Other processes writing a staged file hold a shared flock on
@@ -756,6 +771,7 @@ again:
         } else {
             s->opens++;
             s->failed = 0;
+            count_tier_open(f);
             if (s->e.state != JOURNAL_OPEN) {
                 s->e.state = JOURNAL_OPEN;
                 s->e.updated_ns = journal_now_ns();
@@ -779,6 +795,7 @@ again:
             if (fd >= 0) {
                 d->foreign = 1;
                 d->foreign_mode = ne.mode;
+                count_tier_open(f);
                 return fd;
             }
         } else if (!(flags & (O_DIRECTORY | O_PATH))) {
@@ -794,6 +811,7 @@ again:
                     d->foreign_mode = again.mode;
                     d->users_fd = ufd;
                     snprintf(d->foreign_id, sizeof d->foreign_id, "%s", ne.id);
+                    count_tier_open(f);
                     return fd;
                 }
             }
@@ -889,6 +907,7 @@ again:
     }
     if (fd < 0)
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
+    count_tier_open(f);
     return fd;
 }
 

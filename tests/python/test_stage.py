@@ -124,8 +124,8 @@ def test_directories_are_created_once(target, tier, logdir):
     assert file_entry(report_json(logdir), d / "f")["fs"]["POSIX_STATS"] == 0
 
 
-@pytest.mark.parametrize("seed", range(1, 5))
-def test_differential_random_operations_in_stage_mode(tmp_path, tier, logdir, seed):
+@pytest.mark.parametrize("seed, mode", [(1, "stage"), (2, "stage"), (3, "stage"), (4, "stage"), (5, "auto"), (6, "auto")])
+def test_differential_random_operations_in_stage_mode(tmp_path, tier, logdir, seed, mode):
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
     m = base / f"sluice-stage-diff-{os.getpid()}-{seed}"
     r = tmp_path / "r"
@@ -133,7 +133,7 @@ def test_differential_random_operations_in_stage_mode(tmp_path, tier, logdir, se
     r.mkdir()
     try:
         # early copies after every byte: the recopy from the lowest write is exercised
-        cp = sluice("run", "-q", "--mode", "stage", "--tier", str(tier), "--stage-delay", "50",
+        cp = sluice("run", "-q", "--mode", mode, "--tier", str(tier), "--stage-delay", "50",
                     "--log-dir", str(logdir), "--path", str(m), "--", bin_path("sluice-difftest"),
                     str(seed), "2500", str(m), str(r), check=False,
                     env={"SLUICE_STAGE_PRECOPY": "1" if seed % 2 else "0"})
@@ -511,13 +511,15 @@ def test_directory_rename_and_rmdir_with_staged_files_inside(tmp_path, tier, log
 FSWORKER = str(Path(__file__).resolve().parents[1] / "progs" / "fsworker.py")
 
 
-def random_commands(seed: int, n: int, workers: int) -> list[tuple[int, dict]]:
+def random_commands(seed: int, n: int, workers: int, hold: bool = True) -> list[tuple[int, dict]]:
     """A seeded sequence of (worker, command) over a few names: writes of
     every kind, reads, stats, listings, renames, removals, mode changes and
     descriptors held open across steps. A name a worker holds open is not
     renamed, removed or chmod'ed: when another process staged it, that waits
     for its publish, after every writer closed it (docs/stage.md, "What it
-    does not do")."""
+    does not do"). Without `hold`, no descriptor stays open across steps:
+    auto mode buffers updates of existing files, visible to other processes
+    at close, as NFS's (docs/buffer.md)."""
     rng = random.Random(seed)
     names = [f"{{root}}/d/f{i}" for i in range(5)] + [f"{{root}}/g{i}" for i in range(3)]
     held: dict[int, str] = {}
@@ -552,6 +554,8 @@ def random_commands(seed: int, n: int, workers: int) -> list[tuple[int, dict]]:
             if path in others:
                 continue
             cmd = {"op": "chmod", "path": path, "mode": rng.choice([0o600, 0o640, 0o644])}
+        elif not hold:
+            continue
         elif w not in held:
             held[w] = path
             cmd = {"op": "hold", "path": path}
@@ -566,14 +570,15 @@ def random_commands(seed: int, n: int, workers: int) -> list[tuple[int, dict]]:
     return out
 
 
-def run_workers(root: Path, commands: list[tuple[int, dict]], workers: int, stage: tuple | None) -> list:
+def run_workers(root: Path, commands: list[tuple[int, dict]], workers: int, stage: tuple | None,
+                mode: str = "stage") -> list:
     (root / "d").mkdir(parents=True)
     procs = []
     for i in range(workers):
         argv = [sys.executable, FSWORKER]
         if stage:
             tier, logdir = stage
-            argv = [sys.executable, "-m", "sluice", "run", "-q", "--mode", "stage", "--tier", str(tier),
+            argv = [sys.executable, "-m", "sluice", "run", "-q", "--mode", mode, "--tier", str(tier),
                     "--stage-delay", "100", "--log-dir", str(logdir / f"w{i}"), "--path", str(root), "--", *argv]
         procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                       env=python_env()))
@@ -596,14 +601,15 @@ def tree(root: Path) -> dict:
             for p in sorted(root.rglob("*"))}
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_several_processes_see_one_namespace_as_plain(tmp_path, tier, logdir, seed):
+@pytest.mark.parametrize("seed, mode", [(1, "stage"), (2, "stage"), (3, "stage"), (4, "auto"), (5, "auto")])
+def test_several_processes_see_one_namespace_as_plain(tmp_path, tier, logdir, seed, mode):
     """The differential tester with several processes: three processes under
-    stage mode run one seeded sequence of operations on shared names, one at
-    a time; every answer each one gets, and the tree left, are plain's."""
-    commands = random_commands(seed, 150, 3)
+    stage mode (or auto: staged new files, buffered updates) run one seeded
+    sequence of operations on shared names, one at a time; every answer each
+    one gets, and the tree left, are plain's."""
+    commands = random_commands(seed, 150, 3, hold=mode == "stage")
     plain = run_workers(tmp_path / "plain", commands, 3, None)
-    staged = run_workers(tmp_path / "stage", commands, 3, (tier, logdir))
+    staged = run_workers(tmp_path / "stage", commands, 3, (tier, logdir), mode)
     for i, (a, b) in enumerate(zip(plain, staged)):
         assert a == b, f"step {i}: {commands[i]}: plain {a}, stage {b}"
     assert tree(tmp_path / "stage") == tree(tmp_path / "plain")

@@ -16,12 +16,12 @@ import pytest
 
 from conftest import bin_path, sluice
 
-MODES = ["profile", "buffer", "stage", "acb"]
+MODES = ["profile", "buffer", "stage", "acb", "auto"]
 
 
 def mode_args(mode: str, tmp: Path, work: Path, stage_delay_ms: int = 50) -> list[str]:
     args = ["run", "-q", "--mode", mode, "--log-dir", str(tmp / f"logs-{mode}"), "--path", str(work)]
-    if mode == "stage":
+    if mode in ("stage", "auto"):
         args += ["--tier", str(tmp / f"tier-{mode}"), "--stage-delay", str(stage_delay_ms)]
     return args
 

@@ -97,11 +97,14 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
 # wrote could not be published (stage mode): EX_TEMPFAIL, the data is safe
 # on the tier and `sluice drain` finishes it.
 EXIT_UNPUBLISHED = 75
+# Modes that put files on the node-local tier (auto stages what it creates).
+STAGING_MODES = ("stage", "auto")
 
 
 def _unpublished(env: dict[str, str], started_ns: int, quiet: bool) -> bool:
     """Stage mode, not detached: files this run staged that are still on the tier."""
-    if env.get("SLUICE_MODE") != "stage" and "=stage" not in env.get("SLUICE_POLICY", ""):
+    if env.get("SLUICE_MODE") not in STAGING_MODES and not any(
+            f"={m}" in env.get("SLUICE_POLICY", "") for m in STAGING_MODES):
         return False
     if env.get("SLUICE_STAGE_DETACH", "0") == "1":
         return False

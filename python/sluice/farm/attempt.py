@@ -73,7 +73,7 @@ class Attempt:
         # Tiers are named by the task's identity, so a later run that
         # finishes the task can drop what an interrupted one kept.
         self.key = task_key(farm.template.argv(self.task, None), farm.template.directory(self.task))
-        self.tier = farm.local_dir / "tiers" / f"{self.key}.{tag}" if farm.mode == "stage" else None
+        self.tier = farm.local_dir / "tiers" / f"{self.key}.{tag}" if farm.mode in ("stage", "auto") else None
         self.out_path = farm.local_dir / "out" / f"{tag}.out"
         self.err_path = farm.local_dir / "out" / f"{tag}.err"
         self.workdir = Path(farm.template.directory(self.task))
