@@ -56,6 +56,11 @@ def test_known_counters_acb(workdir, logdir):
         "MPIIO_SIZE_WRITE_1K_10K": 8, "MPIIO_ACB_FLUSHES": 12, "MPIIO_ACB_ROUNDS": 4,
     }
     assert e["fs"]["POSIX_WRITES"] == 8
+    # the report names ACB's choices beside its exchanges
+    rows = {l.rsplit(None, 3)[0].strip(): l.split()[-3:] for l in sluice("report", str(logdir)).stdout.splitlines()
+            if l.strip().startswith(("aggregated exchanges", "ACB"))}
+    assert rows["aggregated exchanges (ACB)"][1] == "12" and rows["ACB exchange rounds"][1] == "4"
+    assert rows["ACB: each rank wrote its own data, no exchange"][1] == "0"
 
 
 def test_file_per_process_under_acb_writes_its_own_coalesced_pieces(tmp_path, logdir):
