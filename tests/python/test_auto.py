@@ -44,6 +44,8 @@ def test_created_files_are_staged_and_updated_files_buffered(tmp_path, logdir):
     assert log["app"]["POSIX_STAGED_OPENS"] == 0 and log["app"]["POSIX_WRITES"] == 200
     assert log["fs"]["POSIX_WRITES"] == 1
     assert not list((tier / "data").iterdir())  # published before the program's exit returned
+    assert ("Node-local tier (stage/auto): 1 file staged (1 open served by the tier); "
+            "1 other opened file went to the tier below (auto: buffer)") in sluice("report", str(logdir)).stdout
 
 
 def test_auto_names_its_choices_in_the_report(tmp_path, logdir):

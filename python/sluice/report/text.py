@@ -104,6 +104,13 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
             ft.add_row(f.path, human_bytes(f.bytes()), f"{f.ops():,}", str(len(f.processes)))
         con.print(ft)
     con.print(f"{len(job.files)} files recorded.")
+    staged = [f for f in job.files if f.app.get("POSIX_STAGED_OPENS", 0)]
+    if staged:
+        opens = sum(int(f.app.get("POSIX_STAGED_OPENS", 0)) for f in staged)
+        others = sum(1 for f in job.files if f.app.get("POSIX_OPENS", 0)) - len(staged)
+        con.print(f"Node-local tier (stage/auto): {len(staged):,} file{'s' if len(staged) != 1 else ''} staged "
+                  f"({opens:,} open{'s' if opens != 1 else ''} served by the tier); {max(0, others):,} other opened "
+                  f"file{'s' if others != 1 else ''} went to the tier below (auto: buffer)", soft_wrap=True)
     return buf.getvalue()
 
 
