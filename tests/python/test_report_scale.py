@@ -191,3 +191,16 @@ def test_job_api_unchanged() -> None:
     assert dict(f.app) == {k: f.app[k] for k in f.app} and len(f.app) == len(dict(f.app))
     assert f.app.get("NOPE", 5) == 5 and ("NOPE" in f.app) is False
     assert f.bytes() == max(g.bytes() for g in job.files)
+
+
+def test_per_process_of_a_darshan_log() -> None:
+    """A Darshan log (PyDarshan's example): a row per rank, and one of rank
+    -1 for the files all ranks shared; their POSIX bytes add up to the job's."""
+    darshan = pytest.importorskip("darshan")
+    log = Path(darshan.__file__).parent / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    got = report_json(log, "--per-process")
+    rows = got["per_process"]
+    assert len(rows) == got["processes"] + 1 and [r["rank"] for r in rows][0] == -1
+    for side in SIDES:
+        assert sum(r["modules"].get("POSIX", {}).get(side, {}).get("counters", {}).get("POSIX_BYTES_WRITTEN", 0)
+                   for r in rows) == got[side]["POSIX_BYTES_WRITTEN"] > 0

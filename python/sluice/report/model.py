@@ -234,7 +234,7 @@ def process_rows(job: Job) -> list[dict]:
 
     ordered = sorted(job.logs, key=lambda x: (x.start_ns, x.pid))
     row_of = {id(l): i for i, l in enumerate(ordered)}
-    merged = merge_tables(ordered, job.start_ns, lambda l, path: row_of[id(l)], {})
+    merged = merge_tables(ordered, job.start_ns, lambda l, path: row_of[id(l)], {}, nrows=len(ordered))
     tables = {side: merged[side].all_counters() for side in SIDES}
     rows = []
     for i, l in enumerate(ordered):

@@ -132,10 +132,10 @@ def _same(a: list[Segment], b: list[Segment]) -> bool:
 
 
 def merge_tables(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, str], int],
-                 zero: dict[str, float], sides: tuple[str, ...] = ("app", "fs")) -> dict[str, Table]:
+                 zero: dict[str, float], sides: tuple[str, ...] = ("app", "fs"), nrows: int = 0) -> dict[str, Table]:
     """The records of the logs merged into tables of rows (row_of(log, path)
     gives a record's row; timestamps moved to count from start_ns, None:
-    left as they are), one table per side. A block's values are loaded (a
+    left as they are), one table per side, of at least `nrows` rows. A block's values are loaded (a
     compressed one inflated) only while it is merged. While fs holds the
     same values as app (profile mode), one table serves both."""
     rows: list[int] = []
@@ -146,7 +146,7 @@ def merge_tables(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, s
         return r
 
     items = _plan(logs, start_ns, counted)
-    nrows = max(rows) + 1 if rows else 0
+    nrows = max([nrows - 1] + rows) + 1
     layouts = [i.layout for i in items if isinstance(i, _Block)] + \
         [seg.layout for i in items if not isinstance(i, _Block) for segs in i for seg in segs]
     app = Table(nrows, layouts, zero)
