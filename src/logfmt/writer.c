@@ -40,7 +40,7 @@ struct out {
 };
 
 /* Compressed regions: zlib gets its memory from a static arena sized for
- * deflateInit2(level 6, window 15, memLevel 8) (about 268 KiB), never from
+ * deflateInit2(level 6, window 15, memLevel 8) (268,096 bytes with zlib 1.2.13), never from
  * malloc, which a signal handler must not call; when the arena does not
  * suffice, the region is written plain. zin stages the region's bytes so
  * that deflate sees large pieces, not field by field. */
