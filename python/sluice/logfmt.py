@@ -8,6 +8,7 @@ names the file and the problem; nothing else escapes.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -263,14 +264,8 @@ def _parse(p: Path, data: bytes) -> Log:
 
     for t, _, body, _ in regions:
         if t == R_SCHEMA:
-            c = _Cursor(body, "schema")
-            for _ in range(c.u32()):
-                mid, mver = c.unpack("HH")
-                name = c.str16()
-                ni, nf = c.unpack("HH")
-                inames = [c.str16() for _ in range(ni)]
-                fnames = [c.str16() for _ in range(nf)]
-                log.modules[mid] = Module(mid, mver, name, inames, fnames)
+            for mid, mver, name, inames, fnames in _schema(bytes(body)):
+                log.modules[mid] = Module(mid, mver, name, list(inames), list(fnames))
 
     names: dict[int, str] = {}
     for t, _, body, _ in regions:
@@ -305,6 +300,22 @@ def _parse(p: Path, data: bytes) -> Log:
     return log
 
 
+@functools.lru_cache(maxsize=64)
+def _schema(body: bytes) -> tuple[tuple[int, int, str, tuple[str, ...], tuple[str, ...]], ...]:
+    """The modules a SCHEMA region describes, in order. The processes of a
+    job carry the same schema: it is read once."""
+    c = _Cursor(body, "schema")
+    out = []
+    for _ in range(c.u32()):
+        mid, mver = c.unpack("HH")
+        name = c.str16()
+        ni, nf = c.unpack("HH")
+        inames = tuple(c.str16() for _ in range(ni))
+        fnames = tuple(c.str16() for _ in range(nf))
+        out.append((mid, mver, name, inames, fnames))
+    return tuple(out)
+
+
 def _inflated(body: bytes, i: int) -> tuple[int, bytes]:
     """The type and bytes of the region a DEFLATE region holds: the stream
     must end exactly at the region's end and give exactly the announced
@@ -334,6 +345,7 @@ def _counters(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarr
     return recs["id"], recs["flags"], recs["ints"].reshape(nrec, 2, ni), recs["floats"].reshape(nrec, 2, nf)
 
 
+@functools.lru_cache(maxsize=256)
 def _record_dtype(ni: int, nf: int) -> np.dtype:
     """One record of a MODULE region (docs/logformat.md), little-endian, packed."""
     return np.dtype({"names": ["id", "flags", "ints", "floats"],

@@ -250,6 +250,8 @@ class Columns:
     def __init__(self) -> None:
         self.of: dict[str, tuple[bool, int]] = {}
         self.names: tuple[list[str], list[str]] = ([], [])
+        self._picked: dict[tuple[Layout, bool], tuple[list, list[int], bool]] = {}
+        self._of_layout: dict[Layout, tuple[np.ndarray, np.ndarray]] = {}
 
     def add(self, name: str, is_float: bool) -> None:
         if name not in self.of:
@@ -257,24 +259,37 @@ class Columns:
             self.names[is_float].append(name)
 
     def of_layout(self, lay: Layout) -> tuple[np.ndarray, np.ndarray]:
-        """The int and the float columns of a layout's values, in its order."""
-        cols: tuple[list[int], list[int]] = ([], [])
-        for k in lay.keys:
-            f, c = self.of[k]
-            cols[f].append(c)
-        return np.array(cols[0], dtype=np.intp), np.array(cols[1], dtype=np.intp)
+        """The int and the float columns of a layout's values, in its order
+        (asked once the columns are all added)."""
+        got = self._of_layout.get(lay)
+        if got is None:
+            cols: tuple[list[int], list[int]] = ([], [])
+            for k in lay.keys:
+                f, c = self.of[k]
+                cols[f].append(c)
+            got = self._of_layout[lay] = (np.array(cols[0], dtype=np.intp), np.array(cols[1], dtype=np.intp))
+        return got
 
     def rules(self, is_float: bool) -> np.ndarray:
         return np.array([_rule(n) for n in self.names[is_float]], dtype=np.int8)
+
+    def _picks(self, lay: Layout, is_float: bool) -> tuple[list, list[int], bool]:
+        """Where a layout's values of the int (float) columns are, and whether
+        they are all stored as such."""
+        key = (lay, is_float)
+        got = self._picked.get(key)
+        if got is None:
+            picks = [w for k, w in zip(lay.keys, lay.where) if self.of[k][0] == is_float]
+            got = self._picked[key] = (picks, [i for _, i in picks], all(f == is_float for f, _ in picks))
+        return got
 
     def values(self, seg: Segment, is_float: bool) -> np.ndarray:
         """The segment's values of the int (or float) columns, in layout
         order. A name stored as an int here and a float elsewhere (never in
         the logs sluice writes) is converted."""
-        picks = [w for k, w in zip(seg.layout.keys, seg.layout.where) if self.of[k][0] == is_float]
-        if all(f == is_float for f, _ in picks):
+        picks, idx, direct = self._picks(seg.layout, is_float)
+        if direct:
             src = seg.floats if is_float else seg.ints
-            idx = [i for _, i in picks]
             return src if idx == list(range(src.shape[1])) else src[:, idx]
         out = np.empty((len(seg.rows), len(picks)), dtype=np.float64 if is_float else np.int64)
         for j, (f, i) in enumerate(picks):
