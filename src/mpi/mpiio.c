@@ -153,10 +153,13 @@ static void count_other(struct mpiio_file *f, int counter, int rc, uint64_t t0)
 
 /* ---- aggregation ---- */
 
-/* The mode of a path, by the one lookup every layer uses. */
+/* The mode of a path, by the one lookup every layer uses. Auto mode
+ * aggregates MPI-IO too: the cost model sends what gains nothing (large or
+ * one-rank writes) straight through, so it is acb's own per-file choice. */
 static int mode_is_acb(const char *abs_path)
 {
-    return sluice_policy_mode(abs_path) == SLUICE_MODE_ACB;
+    enum sluice_mode m = sluice_policy_mode(abs_path);
+    return m == SLUICE_MODE_ACB || m == SLUICE_MODE_AUTO;
 }
 
 /* The cost model's unit for a file: the file system's preferred I/O size

@@ -60,15 +60,20 @@ def test_byte_identical_and_fewer_writes(tmp_path, case):
     plain = _run_plain(exe, tmp_path / "plain.nc", extra)
 
     entries = {}
-    for mode in ("profile", "acb"):
+    # auto: the file is created by MPI_File_open (not staged: a shared open)
+    # and its MPI-IO writes aggregated as acb's
+    for mode in ("profile", "acb", "auto"):
         d, logs = tmp_path / mode, tmp_path / f"logs-{mode}"
         d.mkdir()
-        sluice("run", "--mode", mode, "--log-dir", str(logs), "--path", str(d), "--",
-               *MPIRUN, str(exe), str(d / "out.nc"), *extra, env=MPI_ENV)
+        sluice("run", "--mode", mode, "--tier", str(tmp_path / "tier"), "--log-dir", str(logs), "--path", str(d),
+               "--", *MPIRUN, str(exe), str(d / "out.nc"), *extra, env=MPI_ENV)
         entries[mode] = file_entry(report_json(logs), d / "out.nc")
 
     acb = tmp_path / "acb" / "out.nc"
     subprocess.run(["cmp", str(plain), str(acb)], check=True, capture_output=True)
+    assert (tmp_path / "auto" / "out.nc").read_bytes() == plain.read_bytes()
+    assert entries["auto"]["fs"]["MPIIO_ACB_FLUSHES"] == entries["acb"]["fs"]["MPIIO_ACB_FLUSHES"]
+    assert entries["auto"]["app"]["POSIX_STAGED_OPENS"] == 0
     assert (tmp_path / "profile" / "out.nc").read_bytes() == plain.read_bytes()
     assert _ncdump(acb) == _ncdump(plain)
 

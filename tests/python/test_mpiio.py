@@ -42,8 +42,10 @@ def test_known_counters_profile(workdir, logdir):
     assert e["app"]["MPIIO_F_WRITE_TIME"] > 0 and e["app"]["MPIIO_F_META_TIME"] > 0
 
 
-def test_known_counters_acb(workdir, logdir):
-    e = run_known(workdir, logdir, "acb")
+@pytest.mark.parametrize("mode", ["acb", "auto"])
+def test_known_counters_acb(workdir, logdir, mode):
+    """acb, and auto, which aggregates MPI-IO as acb does."""
+    e = run_known(workdir, logdir, mode)
     assert nonzero(e["app"], "MPIIO_") == KNOWN_APP
     # Each rank's read of its own pending 2000 bytes writes them first (4
     # writes through the program's own handles: the view is plain bytes, so
