@@ -58,6 +58,7 @@ VARIANTS: dict[str, Variant] = {
         Variant("sluice-profile", "profile", "under `sluice run --mode profile` (counters only)"),
         Variant("sluice-buffer", "buffer", "under `sluice run --mode buffer` (write-behind and read-ahead)"),
         Variant("sluice-stage", "stage", "under `sluice run --mode stage` (node-local tier, published at close)"),
+        Variant("sluice-auto", "auto", "under `sluice run --mode auto` (created files staged, others buffered)"),
     )
 }
 
