@@ -364,12 +364,9 @@ def test_differential_on_the_testbed(testbed_mount, logdir):
 
 def fuse_ops(mount: Path) -> dict[str, int]:
     """The MooseFS client's count of each request the kernel sent it."""
-    ops = {}
-    for line in (mount / ".stats").read_text().splitlines():
-        name, _, value = line.partition(": ")
-        if name.startswith("fuse_ops.") and name.count(".") == 1:
-            ops[name] = int(value)
-    return ops
+    from sluice.testbed import client_ops
+
+    return {f"fuse_ops.{k}": v for k, v in (client_ops(mount) or {}).items()}
 
 
 @pytest.mark.testbed

@@ -192,16 +192,20 @@ def _summary(job: Job) -> str:
            "times fewer reached the file system than the application asked for.</p>",
            '<table class="summary"><thead><tr><th>counters</th><th class="num">app</th><th class="num">fs</th>'
            '<th class="num">app/fs</th></tr></thead><tbody>']
-    for label, names in SUMMARY + TIME_ROWS:
-        a, f = total(job.app, names), total(job.fs, names)
-        if label.startswith("bytes"):
-            cells = _num(a, "app", human_bytes(a)) + _num(f, "fs", human_bytes(f))
-        else:
-            cells = _num(a, "app") + _num(f, "fs")
-        out.append(f'<tr data-group="{esc(label)}" title="{esc(" + ".join(names))}"><th>{esc(label)}</th>'
-                   f'{cells}<td class="num factor">{esc(factor(a, f))}</td></tr>')
+    out += [_app_fs_row(job, "data-group", label, names) for label, names in SUMMARY + TIME_ROWS]
     out.append("</tbody></table></section>")
     return "\n".join(out)
+
+
+def _app_fs_row(job: Job, attr: str, label: str, names: tuple[str, ...]) -> str:
+    """One row of an app/fs table: the two totals of `names` and their factor."""
+    a, f = total(job.app, names), total(job.fs, names)
+    if label.startswith("bytes"):
+        cells = _num(a, "app", human_bytes(a)) + _num(f, "fs", human_bytes(f))
+    else:
+        cells = _num(a, "app") + _num(f, "fs")
+    return (f'<tr {attr}="{esc(label)}" title="{esc(" + ".join(names))}"><th>{esc(label)}</th>'
+            f'{cells}<td class="num factor">{esc(factor(a, f))}</td></tr>')
 
 
 def _mpiio(job: Job) -> str:
@@ -212,14 +216,7 @@ def _mpiio(job: Job) -> str:
     out = ['<section id="mpiio"><h2>MPI-IO: application (app) and what reached MPI-IO (fs)</h2>',
            '<table class="summary"><thead><tr><th>calls</th><th class="num">app</th><th class="num">fs</th>'
            '<th class="num">app/fs</th></tr></thead><tbody>']
-    for label, names in MPIIO_ROWS:
-        a, f = total(job.app, names), total(job.fs, names)
-        if label.startswith("bytes"):
-            cells = _num(a, "app", human_bytes(a)) + _num(f, "fs", human_bytes(f))
-        else:
-            cells = _num(a, "app") + _num(f, "fs")
-        out.append(f'<tr data-mpiio="{esc(label)}" title="{esc(" + ".join(names))}"><th>{esc(label)}</th>'
-                   f'{cells}<td class="num factor">{esc(factor(a, f))}</td></tr>')
+    out += [_app_fs_row(job, "data-mpiio", label, names) for label, names in MPIIO_ROWS]
     out.append('</tbody></table><table class="summary"><thead><tr><th>write size</th>'
                '<th class="num">writes app</th><th class="num">writes fs</th></tr></thead><tbody>')
     for b, label in zip(BUCKETS, BUCKET_LABELS):

@@ -137,6 +137,23 @@ def status() -> dict[str, Any]:
 # ---------------------------------------------------------------- running the scripts
 
 
+def client_ops(directory: str | os.PathLike[str]) -> dict[str, int] | None:
+    """The MooseFS client's count of each request the kernel sent it
+    (`fuse_ops.NAME` in the mount's `.stats`, NAME as key) for the mount
+    holding `directory`; None when that is not a MooseFS mount."""
+    d = Path(directory)
+    for root in (d, *d.parents):
+        stats = root / ".stats"
+        if stats.is_file():
+            ops = {}
+            for line in stats.read_text().splitlines():
+                name, _, value = line.partition(": ")
+                if name.startswith("fuse_ops.") and name.count(".") == 1 and value.strip().isdigit():
+                    ops[name.removeprefix("fuse_ops.")] = int(value)
+            return ops
+    return None
+
+
 def _require_root(verb: str) -> None:
     if os.geteuid() != 0:
         raise UserError(

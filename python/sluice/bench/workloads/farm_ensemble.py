@@ -23,11 +23,11 @@ import random
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload
 from sluice.bench.workloads.smallio import WALL
 from sluice.errors import UserError
+from sluice.testbed import client_ops
 
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
 # Requests a metadata server answers (MooseFS client counters, fuse_ops.*):
@@ -37,20 +37,6 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 FUSE_META_OPS = ("lookup", "getattr", "setattr", "mknod", "mkdir", "unlink", "rmdir", "symlink", "readlink", "rename",
                  "link", "create", "open", "opendir", "readdir", "readdirplus", "access", "setxattr", "listxattr",
                  "removexattr")
-
-
-def fuse_ops(directory: Path) -> dict[str, int] | None:
-    """The MooseFS client's request counts for the mount holding directory, if it is one."""
-    for d in (directory, *directory.parents):
-        stats = d / ".stats"
-        if stats.is_file():
-            ops = {}
-            for line in stats.read_text().splitlines():
-                name, _, value = line.partition(": ")
-                if name.startswith("fuse_ops.") and name.count(".") == 1 and value.strip().isdigit():
-                    ops[name.removeprefix("fuse_ops.")] = int(value)
-            return ops
-    return None
 
 
 class FarmEnsemble(Workload):
@@ -104,12 +90,12 @@ class FarmEnsemble(Workload):
                "--mode", mode, "--schedule", schedule, "--journal", str(ctx.scratch / f"journal-{tag}-{time.monotonic_ns()}"),
                "--log-dir", str(ctx.scratch / f"logs-{tag}"), "--json", str(summary), "--path", str(ctx.workdir),
                "--tasks", str(ctx.workdir / "tasks.txt"), "--", *task]
-        before = fuse_ops(ctx.workdir)
+        before = client_ops(ctx.workdir)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=ctx.timeout,
                               env={**os.environ, **MPI_ENV})
         seconds = time.perf_counter() - t0
-        after = fuse_ops(ctx.workdir)
+        after = client_ops(ctx.workdir)
         if proc.returncode != 0:
             raise UserError(f"sluice farm --mode {mode} failed: " + "; ".join(proc.stderr.strip().splitlines()[-3:]))
         s = json.loads(summary.read_text())
