@@ -345,3 +345,26 @@ def test_a_local_directory_others_can_reach_is_refused(tmp_path, kind):
     assert cp.returncode == 1
     assert cp.stderr == f"sluice: error: refusing the farm's local directory {local}: {reason}\n"
     assert not (tmp_path / "tasks").exists()
+
+
+def test_an_unreadable_task_log_is_named_not_dropped_silently(tmp_path):
+    from sluice.farm import summary as farm_summary
+    from sluice.farm.attempt import FarmSettings
+    from sluice.farm.template import Template
+
+    forcing, cells_file = setup_ensemble(tmp_path, ["1", "2"])
+    cp = farm(tmp_path, "-j", "2", "--tasks", str(cells_file), "--", member(), "{1}", "1", "1")
+    assert cp.returncode == 0, cp.stderr
+    job = summary(tmp_path)["job"]
+    logs = sorted((tmp_path / "logs").glob("*.sluice"))
+    assert len(logs) == 2
+    logs[0].write_bytes(logs[0].read_bytes()[:100])
+    farm_settings = FarmSettings(job=job, template=Template(["true"], "{#}"), tasks={}, mode="stage",
+                                 log_dir=tmp_path / "logs", local_dir=tmp_path / "local")
+    io = farm_summary.io_totals(farm_settings)
+    assert io["logs"] == 1 and io["tasks"] == 1 and io["unreadable"] == 1
+    s = {"counts": {"total": 2, "done": 2, "skipped": 0, "failed": 0, "interrupted": 0, "not_run": 0, "retried": 0},
+         "wall_seconds": 1.0, "task_seconds": None, "failed": [], "io": io}
+    line = farm_summary.text(s)[-1]
+    assert line.startswith("  1 task log could not be read, left out of the figures above (first: ")
+    assert str(logs[0].name) in line

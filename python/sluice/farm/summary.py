@@ -34,12 +34,14 @@ def io_totals(farm: FarmSettings) -> dict:
     wanted = META_COUNTERS + DATA_COUNTERS + BYTE_COUNTERS
     per_task: dict[str, dict[str, dict[str, int]]] = {}
     logs = unreadable = 0
+    first_error = ""
     names = sorted(farm.log_dir.glob(prefix + "*.sluice")) if farm.log_dir.is_dir() else []
     for path in names:
         try:
             log = read_log(path)
-        except LogFormatError:
+        except LogFormatError as e:
             unreadable += 1
+            first_error = first_error or str(e)
             continue
         if not log.job_id.startswith(farm.job + "/"):
             continue
@@ -56,9 +58,9 @@ def io_totals(farm: FarmSettings) -> dict:
                     if v:
                         total[k] += int(v)
     if not logs:
-        return {"logs": 0, "unreadable": unreadable}
+        return {"logs": 0, "unreadable": unreadable, "first_error": first_error}
     overall = {side: _side_totals([t[side] for t in per_task.values()]) for side in ("app", "fs")}
-    return {"logs": logs, "tasks": len(per_task), "unreadable": unreadable, **overall,
+    return {"logs": logs, "tasks": len(per_task), "unreadable": unreadable, "first_error": first_error, **overall,
             "per_task": {n: {side: _side_totals([t[side]]) for side in ("app", "fs")} for n, t in per_task.items()}}
 
 
@@ -137,6 +139,9 @@ def text(s: dict) -> list[str]:
         lines.append(f"  shared file system (logs of {io['tasks']} tasks): {fs['metadata_ops']:,} metadata operations "
                      f"where the programs asked for {app['metadata_ops']:,} ({ratio}); "
                      f"{fs['data_ops']:,} reads and writes where they made {app['data_ops']:,}")
+    if io and io.get("unreadable"):
+        lines.append(f"  {io['unreadable']} task log{'s' if io['unreadable'] != 1 else ''} could not be read, "
+                     f"left out of the figures above (first: {io['first_error']})")
     if c["failed"] or c["interrupted"] or c["not_run"]:
         lines.append("  run the same command again to run what did not finish (finished tasks are skipped)")
     return lines
