@@ -32,6 +32,8 @@ SETTINGS: tuple[Setting, ...] = (
             'colon-separated prefixes to record; empty: every path except system prefixes'),
     Setting('SLUICE_LOG_DIR', 'STR', 'sluice-logs', '', '--log-dir',
             'directory for the per-process logs (created if missing)'),
+    Setting('SLUICE_LOG_COMPRESS', 'BOOL', '1', 'log_compress', '',
+            "1: the log's regions are zlib-compressed; 0: stored plain (to read a log with a hex dump)"),
     Setting('SLUICE_JOB_ID', 'STR', '', '', '--job-id',
             'job identifier shared by all processes of a run; empty: taken from the MPI launcher or the batch system, else the process id'),
     Setting('SLUICE_MAX_RECORDS', 'INT', '65536', 'max_records', '--max-records',

@@ -376,14 +376,6 @@ static void emit(struct out *o, enum content what, const struct source *src)
     }
 }
 
-/* Whether regions are stored compressed: SLUICE_LOG_COMPRESS=0 keeps them
- * plain (to read a log with a hex dump). getenv takes no lock. */
-static int compress_wanted(void)
-{
-    const char *v = getenv("SLUICE_LOG_COMPRESS");
-    return !(v && v[0] == '0' && v[1] == '\0');
-}
-
 /* One region, deflated when `compress` and zlib gets its memory, else
  * plain. Its inflated size goes before the stream: a dry run counts it
  * (the records to write are fixed, their sizes do not change). */
@@ -436,7 +428,7 @@ static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned
     for (struct sluice_record *rec = src.head; rec; rec = rec->next)
         if (record_active(rec))
             rec->log_gen = src.gen;
-    int z = compress_wanted();
+    int z = sluice_cfg.log_compress;
 
     /* PROCESS stays plain: who ran is readable with `strings`. */
     put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_PROCESS, 1, 0, C_PROCESS, &src);
