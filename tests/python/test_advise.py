@@ -422,3 +422,54 @@ def test_fix_in_effect_from_both_sides(fs_writes, in_effect, severity):
     assert ("policy" in f["fix"]["settings"]) is (not in_effect)
     if fs_writes == 1400:
         assert "only 1.4 times fewer" in f["evidence"]["text"]
+
+
+def aligned_writes(not_aligned: int, alignment: int, **extra) -> Record:
+    n, size = 200, 1536 * KIB
+    return rec("/lus/out/field.dat", POSIX_OPENS=1, POSIX_WRITES=n, POSIX_BYTES_WRITTEN=n * size,
+               POSIX_SIZE_WRITE_1M_4M=n, POSIX_CONSEC_WRITES=n - 1, POSIX_SEQ_WRITES=n - 1,
+               POSIX_MAX_BYTE_WRITTEN=n * size - 1, POSIX_F_WRITE_TIME=4.0,
+               POSIX_FILE_ALIGNMENT=alignment, POSIX_FILE_NOT_ALIGNED=not_aligned, **extra)
+
+
+def test_misalignment_counted_by_the_log_is_the_evidence():
+    """Writes of 1.5 MiB from offset 0: where the log counted requests off the file's alignment
+    (Darshan's POSIX_FILE_NOT_ALIGNED, st_blksize at open), that count decides, not the inference."""
+    f = by_id(to_json(merge("j", [log(1, [aligned_writes(100, MIB)], seconds=5)]))["findings"], "misaligned")
+    c = f["evidence"]["counters"]
+    assert c["POSIX_FILE_NOT_ALIGNED"] == 100 and c["POSIX_READS+WRITES"] == 200
+    assert c["POSIX_FILE_ALIGNMENT"] == MIB
+    assert f["fix"]["mode"] == "buffer" and f["paths"] == ["/lus/out"]
+    assert "(50 %) start off the file system's 1.0 MiB alignment" in f["evidence"]["text"]
+    # the same writes on a file system whose alignment (4 KiB) they keep: nothing to flag
+    fs = to_json(merge("j", [log(1, [aligned_writes(0, 4 * KIB)], seconds=5)]))["findings"]
+    assert "misaligned" not in [x["id"] for x in fs]
+
+
+def test_misaligned_mpiio_file_gets_alignment_hints_not_a_mode():
+    r = aligned_writes(150, MIB, MPIIO_COLL_OPENS=0)
+    m = rec("/lus/out/field.dat", "MPIIO", MPIIO_COLL_OPENS=1, MPIIO_COLL_WRITES=200,
+            MPIIO_BYTES_WRITTEN=200 * 1536 * KIB, MPIIO_SIZE_WRITE_1M_4M=200, MPIIO_F_WRITE_TIME=4.1)
+    f = by_id(to_json(merge("j", [log(1, [r, m], seconds=5)]))["findings"], "misaligned")
+    assert f["fix"]["mode"] == "profile"
+    assert f["fix"]["settings"]["mpi_info"] == {"striping_unit": str(MIB)}
+
+
+def test_a_darshan_record_reduced_over_ranks_stands_for_every_rank():
+    """Darshan keeps one record (rank -1) for a file all ranks shared: the checks count its ranks, so
+    16 ranks' small independent writes to one HDF5 file are small-mpiio-writes (as Drishti's P06/P16)."""
+    n = 7700
+    shared = [rec("/scratch/macsio.h5", "MPIIO", MPIIO_COLL_OPENS=16, MPIIO_INDEP_WRITES=n, MPIIO_COLL_WRITES=64,
+                  MPIIO_BYTES_WRITTEN=n * 700, MPIIO_SIZE_WRITE_100_1K=n + 64, MPIIO_F_WRITE_TIME=3.0),
+              rec("/scratch/macsio.h5", POSIX_OPENS=16, POSIX_WRITES=n, POSIX_BYTES_WRITTEN=n * 700,
+                  POSIX_SIZE_WRITE_100_1K=n, POSIX_SEQ_WRITES=n, POSIX_MAX_BYTE_WRITTEN=n * 700 - 1,
+                  POSIX_F_WRITE_TIME=2.9)]
+    reduced = log(-1, shared, -1, 16)
+    reduced.info["darshan_shared"] = "1"
+    job = merge("j", [log(r, [], r, 16) for r in range(16)] + [reduced])
+    f = to_json(job)["findings"][0]
+    assert f["id"] == "small-mpiio-writes" and f["fix"]["mode"] == "acb"
+    assert f["evidence"]["counters"]["ranks"] == 16
+    assert f["evidence"]["counters"]["MPIIO_INDEP_WRITES"] == n
+    # 16 opens by 16 ranks is one open each, not a file reopened 16 times by one process
+    assert "many-opens-one-file" not in [x["id"] for x in to_json(job)["findings"]]

@@ -121,6 +121,12 @@ class Context:
     rank: dict[int, int]                              # pid -> MPI rank (-1: none)
     hosts: int
     claimed: set[str] = field(default_factory=set)
+    shared_pids: set[int] = field(default_factory=set)   # rows of Darshan's reduced shared records
+
+    def _members(self, f: FileTotals, pid: int) -> set[int]:
+        """The processes one row stands for: a Darshan record reduced over all ranks (rank -1)
+        stands for every rank of the job."""
+        return set(f.processes) if pid in self.shared_pids else {pid}
 
     def procs(self, f: FileTotals, kind: str | None = None) -> int:
         """Processes that used the file (kind READ/WRITTEN: that moved such bytes)."""
@@ -128,22 +134,22 @@ class Context:
         if not pp:
             return max(1, len(f.processes))
         if kind is None:
-            return len(pp)
-        return sum(1 for d in pp.values() if v(d, f"POSIX_BYTES_{kind}", f"STDIO_BYTES_{kind}",
-                                                f"MPIIO_BYTES_{kind}") > 0)
+            return len(set().union(*(self._members(f, pid) for pid in pp)))
+        return len(set().union(*(self._members(f, pid) for pid, d in pp.items()
+                                 if v(d, f"POSIX_BYTES_{kind}", f"STDIO_BYTES_{kind}", f"MPIIO_BYTES_{kind}") > 0)))
 
     def writers(self, f: FileTotals) -> set[int]:
         pp = self.per_proc.get(f.path)
         if not pp:
             return set(f.processes)
-        return {pid for pid, d in pp.items()
-                if v(d, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN", "MPIIO_BYTES_WRITTEN") > 0}
+        return set().union(*(self._members(f, pid) for pid, d in pp.items()
+                             if v(d, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN", "MPIIO_BYTES_WRITTEN") > 0))
 
     def max_opens_per_process(self, f: FileTotals) -> int:
         pp = self.per_proc.get(f.path)
         if not pp:
             return int(v(f.app, "POSIX_OPENS", "STDIO_OPENS") / max(1, len(f.processes)))
-        return int(max(v(d, "POSIX_OPENS", "STDIO_OPENS") for d in pp.values()))
+        return int(max(v(d, "POSIX_OPENS", "STDIO_OPENS") / len(self._members(f, pid)) for pid, d in pp.items()))
 
 
 def context(job: Job) -> Context:
@@ -152,7 +158,8 @@ def context(job: Job) -> Context:
     files = [f for f in job.files if is_real(f.path)]
     T = sum(io_time(f.app) for f in job.files)
     hosts = len({l.info.get("host", "?") for l in job.logs}) or 1
-    return Context(job, files, T, sum(l.runtime for l in job.logs), per_proc, rank, hosts)
+    shared = {l.pid for l in job.logs if SHARED in l.info}
+    return Context(job, files, T, sum(l.runtime for l in job.logs), per_proc, rank, hosts, shared_pids=shared)
 
 
 def cut(f: FileTotals, counter: str) -> float:
@@ -508,10 +515,32 @@ def redundant(ctx: Context, K: str) -> list[Finding]:
     return [f]
 
 
+def _measured_misalignment(f: FileTotals) -> tuple[int, int, int] | None:
+    """(requests, requests off the file's alignment, the alignment) from the counters a log measured
+    (Darshan's POSIX_FILE_NOT_ALIGNED against POSIX_FILE_ALIGNMENT, st_blksize at open); None when the log
+    has no such count. Only files of requests of 100 KiB or more on the mean: smaller ones are small
+    requests, whatever their alignment."""
+    a = f.app
+    align = int(v(a, "POSIX_FILE_ALIGNMENT"))
+    ops = int(v(a, "POSIX_WRITES", "POSIX_READS"))
+    if align <= 0 or ops == 0:
+        return None
+    if v(a, "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ") / ops < th.MISALIGNED_MIN_SIZE:
+        return ops, 0, align
+    return ops, int(v(a, "POSIX_FILE_NOT_ALIGNED")), align
+
+
 def misaligned(ctx: Context) -> list[Finding]:
     chosen = []
+    measured: list[tuple[FileTotals, int, int, int]] = []
     for f in ctx.files:
         a = f.app
+        m = _measured_misalignment(f)
+        if m is not None:
+            ops, bad, align = m
+            if bad / ops > th.MISALIGNED_SHARE:
+                measured.append((f, ops, bad, align))
+            continue
         w, b = int(v(a, "POSIX_WRITES")), int(v(a, "POSIX_BYTES_WRITTEN"))
         if w < 2 or b % w or b // w < th.MISALIGNED_MIN_SIZE:
             continue
@@ -524,6 +553,8 @@ def misaligned(ctx: Context) -> list[Finding]:
         bad = w - math.ceil(w / period)
         if bad / w > th.MISALIGNED_SHARE:
             chosen.append((f, size, bad))
+    if measured:
+        return [_misaligned_measured(measured)]
     if not chosen:
         return []
     files = [f for f, *_ in chosen]
@@ -546,11 +577,47 @@ def misaligned(ctx: Context) -> list[Finding]:
                  "alignment": th.ALIGNMENT}, in_effect=in_effect)
     if mode == "buffer":
         f.hints.append("buffer mode writes whole units aligned to the unit (4 MiB, rounded to the Lustre stripe)")
+    _alignment_hints(f, files)
+    return [f]
+
+
+def _alignment_hints(f: Finding, files: list[FileTotals]) -> None:
     if any(x.path.endswith(HDF5_SUFFIXES + (".nc",)) for x in files):
         f.hints.append("HDF5: H5Pset_alignment(fapl, 1048576, 1048576) puts every object of 1 MiB or more on a "
                        "1 MiB boundary; netCDF-4 (4.9 or later): nc_set_alignment(1048576, 1048576)")
+    if any(uses_mpiio(x.app) for x in files):
+        f.mpi_info = {"striping_unit": str(th.ALIGNMENT)}
+        f.hints.append("MPI-IO: collective writes (romio_cb_write=enable) give the aggregators file domains "
+                       "aligned to the stripe (striping_unit)")
     f.hints.append("in the code: write in multiples of the stripe size (1 MiB by default on Lustre)")
-    return [f]
+
+
+def _misaligned_measured(measured: list[tuple[FileTotals, int, int, int]]) -> Finding:
+    """`misaligned` where the log counted requests off the file system's alignment."""
+    files = [f for f, *_ in measured]
+    ops, bad = sum(o for _, o, _, _ in measured), sum(b for *_, b, _ in measured)
+    aligns = sorted({al for *_, al in measured})
+    t = v_sum(files, "POSIX_F_WRITE_TIME", "POSIX_F_READ_TIME")
+    cost = sum(v(f.app, "POSIX_F_WRITE_TIME", "POSIX_F_READ_TIME") * b / o for f, o, b, _ in measured)
+    nbytes = v_sum(files, "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ")
+    mean = nbytes / max(1, ops)
+    text = (f"{n(bad)} of {n(ops)} POSIX reads and writes ({pct(bad / ops)}) start off the file system's "
+            f"{' / '.join(human_bytes(x) for x in aligns)} alignment (POSIX_FILE_NOT_ALIGNED), mean request "
+            f"{human_bytes(mean)}; {n(len(files))} file{'s' if len(files) != 1 else ''}, {secs(t)} in reads and "
+            f"writes (Drishti flags more than {pct(th.MISALIGNED_SHARE)})")
+    # buffer mode writes whole aligned units, but only of files written by one process at a time without MPI-IO
+    mode = "buffer" if mean < th.BUFFER_UNIT and not any(uses_mpiio(x.app) for x in files) else "profile"
+    done = [x for x in files if coalesced(x, "POSIX_WRITES")]
+    in_effect = mode == "buffer" and len(done) == len(files)
+    if in_effect:
+        text += "; already in effect: a mode coalesced them into aligned units"
+    f = Finding("misaligned", [x.path for x in files], cost, mode, text,
+                {"POSIX_READS+WRITES": ops, "POSIX_FILE_NOT_ALIGNED": bad, "POSIX_FILE_ALIGNMENT": aligns[0],
+                 "mean_request_bytes": mean, "POSIX_F_READ+WRITE_TIME": t}, in_effect=in_effect)
+    if mode == "buffer":
+        f.hints.append("buffer mode writes whole units aligned to the unit (4 MiB, rounded to the Lustre stripe)")
+    _alignment_hints(f, files)
+    return f
 
 
 def stdio_heavy(ctx: Context) -> list[Finding]:
