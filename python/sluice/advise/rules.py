@@ -123,10 +123,12 @@ class Context:
     claimed: set[str] = field(default_factory=set)
     shared_pids: set[int] = field(default_factory=set)   # rows of Darshan's reduced shared records
 
-    def _members(self, f: FileTotals, pid: int) -> set[int]:
+    def members(self, pid: int) -> set[int]:
         """The processes one row stands for: a Darshan record reduced over all ranks (rank -1)
-        stands for every rank of the job."""
-        return set(f.processes) if pid in self.shared_pids else {pid}
+        stands for every rank of the job (Darshan reduces only files every rank opened)."""
+        if pid in self.shared_pids:
+            return {p for p, r in self.rank.items() if r >= 0 and p not in self.shared_pids}
+        return {pid}
 
     def procs(self, f: FileTotals, kind: str | None = None) -> int:
         """Processes that used the file (kind READ/WRITTEN: that moved such bytes)."""
@@ -134,22 +136,22 @@ class Context:
         if not pp:
             return max(1, len(f.processes))
         if kind is None:
-            return len(set().union(*(self._members(f, pid) for pid in pp)))
-        return len(set().union(*(self._members(f, pid) for pid, d in pp.items()
+            return len(set().union(*(self.members(pid) for pid in pp)))
+        return len(set().union(*(self.members(pid) for pid, d in pp.items()
                                  if v(d, f"POSIX_BYTES_{kind}", f"STDIO_BYTES_{kind}", f"MPIIO_BYTES_{kind}") > 0)))
 
     def writers(self, f: FileTotals) -> set[int]:
         pp = self.per_proc.get(f.path)
         if not pp:
             return set(f.processes)
-        return set().union(*(self._members(f, pid) for pid, d in pp.items()
+        return set().union(*(self.members(pid) for pid, d in pp.items()
                              if v(d, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN", "MPIIO_BYTES_WRITTEN") > 0))
 
     def max_opens_per_process(self, f: FileTotals) -> int:
         pp = self.per_proc.get(f.path)
         if not pp:
             return int(v(f.app, "POSIX_OPENS", "STDIO_OPENS") / max(1, len(f.processes)))
-        return int(max(v(d, "POSIX_OPENS", "STDIO_OPENS") / len(self._members(f, pid)) for pid, d in pp.items()))
+        return int(max(v(d, "POSIX_OPENS", "STDIO_OPENS") / len(self.members(pid)) for pid, d in pp.items()))
 
 
 def context(job: Job) -> Context:
@@ -649,7 +651,9 @@ def metadata_heavy(ctx: Context) -> list[Finding]:
     per_pid: dict[int, float] = defaultdict(float)
     for path, pp in ctx.per_proc.items():
         for pid, d in pp.items():
-            per_pid[pid] += meta_time(d)
+            who = ctx.members(pid)
+            for p in who:
+                per_pid[p] += meta_time(d) / len(who)
     slow = {pid: t for pid, t in per_pid.items() if t > th.METADATA_RANK_SECONDS}
     files = [f for f in ctx.files if f.path not in ctx.claimed and meta_time(f.app) > 0]
     mt = sum(meta_time(f.app) for f in files)
