@@ -59,3 +59,40 @@ def test_auto_names_its_choices_in_the_report(tmp_path, logdir):
     # the create was staged; the append reopened the staged file (the tier
     # serves it again); the read found it published
     assert e["app"]["POSIX_STAGED_OPENS"] >= 1 and (work / "a").read_text() == "x\ny\n"
+
+
+PHASES = """
+import os, random
+fd = os.open("field.dat", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+for i in range(2048):                      # phase 1: written in 8 KiB pieces
+    os.write(fd, bytes([i % 251]) * 8192)
+os.close(fd)
+fd = os.open("field.dat", os.O_RDONLY)     # phase 2: read back front to back in 4 KiB reads
+while os.read(fd, 4096):
+    pass
+os.close(fd)
+fd = os.open("field.dat", os.O_RDWR)       # phase 3: 400 scattered 512-byte updates
+rng = random.Random(3)
+for i in range(400):
+    os.pwrite(fd, b"x" * 512, rng.randrange(2048 * 16) * 512)
+os.close(fd)
+"""
+
+
+def test_a_file_whose_pattern_changes_is_served_right_in_each_phase(tmp_path, logdir):
+    """Written in small pieces, read back sequentially, then updated in scattered pieces, all within the
+    stage delay: every phase is served by the node-local tier, and the file system sees the final file
+    once, in 4 MiB writes."""
+    work, plain = tmp_path / "w", tmp_path / "plain"
+    work.mkdir()
+    plain.mkdir()
+    # a stage delay far above the program's run time: no publish between the phases, even on a loaded machine
+    sluice("run", "-q", "--mode", "auto", "--stage-delay", "10000", "--tier", str(tmp_path / "tier"),
+           "--log-dir", str(logdir), "--path", str(work), "--", sys.executable, "-c", PHASES, cwd=work)
+    subprocess.run([sys.executable, "-c", PHASES], cwd=plain, check=True)
+    assert (work / "field.dat").read_bytes() == (plain / "field.dat").read_bytes()
+    e = file_entry(report_json(logdir), work / "field.dat")
+    assert e["app"]["POSIX_WRITES"] == 2048 + 400 and e["app"]["POSIX_READS"] == 4097
+    assert e["app"]["POSIX_STAGED_OPENS"] == 3
+    assert e["fs"]["POSIX_OPENS"] == 1 and e["fs"]["POSIX_READS"] == 0
+    assert e["fs"]["POSIX_WRITES"] == 4 and e["fs"]["POSIX_BYTES_WRITTEN"] == 16 * 1024 * 1024
