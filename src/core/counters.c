@@ -9,32 +9,40 @@ uint64_t sluice_start_ticks;
 /* Where each kind of access lands, per module; -1: the module has no such counter. */
 struct rw_slots {
     int ops, bytes, max_byte, consec, seq, size0, rw_switches;
-    int f_time, f_start, f_end;
+    int access1, stride1;      /* ACCESS1_ACCESS, STRIDE1_STRIDE: the four values, then their counts */
+    int mem_not_aligned, file_not_aligned, max_time_size;
+    int f_time, f_start, f_end, f_max_time;
 };
 
 static const struct rw_slots posix_rw[2] = {
     [SLUICE_READ] = {POSIX_READS, POSIX_BYTES_READ, POSIX_MAX_BYTE_READ, POSIX_CONSEC_READS,
-                     POSIX_SEQ_READS, POSIX_SIZE_READ_0_100, POSIX_RW_SWITCHES, POSIX_F_READ_TIME,
-                     POSIX_F_READ_START_TIMESTAMP, POSIX_F_READ_END_TIMESTAMP},
+                     POSIX_SEQ_READS, POSIX_SIZE_READ_0_100, POSIX_RW_SWITCHES, POSIX_ACCESS1_ACCESS,
+                     POSIX_STRIDE1_STRIDE, POSIX_MEM_NOT_ALIGNED, POSIX_FILE_NOT_ALIGNED,
+                     POSIX_MAX_READ_TIME_SIZE, POSIX_F_READ_TIME, POSIX_F_READ_START_TIMESTAMP,
+                     POSIX_F_READ_END_TIMESTAMP, POSIX_F_MAX_READ_TIME},
     [SLUICE_WRITE] = {POSIX_WRITES, POSIX_BYTES_WRITTEN, POSIX_MAX_BYTE_WRITTEN, POSIX_CONSEC_WRITES,
-                      POSIX_SEQ_WRITES, POSIX_SIZE_WRITE_0_100, POSIX_RW_SWITCHES, POSIX_F_WRITE_TIME,
-                      POSIX_F_WRITE_START_TIMESTAMP, POSIX_F_WRITE_END_TIMESTAMP},
+                      POSIX_SEQ_WRITES, POSIX_SIZE_WRITE_0_100, POSIX_RW_SWITCHES, POSIX_ACCESS1_ACCESS,
+                      POSIX_STRIDE1_STRIDE, POSIX_MEM_NOT_ALIGNED, POSIX_FILE_NOT_ALIGNED,
+                      POSIX_MAX_WRITE_TIME_SIZE, POSIX_F_WRITE_TIME, POSIX_F_WRITE_START_TIMESTAMP,
+                      POSIX_F_WRITE_END_TIMESTAMP, POSIX_F_MAX_WRITE_TIME},
 };
 static const struct rw_slots stdio_rw[2] = {
-    [SLUICE_READ] = {STDIO_READS, STDIO_BYTES_READ, STDIO_MAX_BYTE_READ, -1, -1, -1, -1,
-                     STDIO_F_READ_TIME, STDIO_F_READ_START_TIMESTAMP, STDIO_F_READ_END_TIMESTAMP},
-    [SLUICE_WRITE] = {STDIO_WRITES, STDIO_BYTES_WRITTEN, STDIO_MAX_BYTE_WRITTEN, -1, -1, -1, -1,
-                      STDIO_F_WRITE_TIME, STDIO_F_WRITE_START_TIMESTAMP, STDIO_F_WRITE_END_TIMESTAMP},
+    [SLUICE_READ] = {STDIO_READS, STDIO_BYTES_READ, STDIO_MAX_BYTE_READ, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                     STDIO_F_READ_TIME, STDIO_F_READ_START_TIMESTAMP, STDIO_F_READ_END_TIMESTAMP, -1},
+    [SLUICE_WRITE] = {STDIO_WRITES, STDIO_BYTES_WRITTEN, STDIO_MAX_BYTE_WRITTEN, -1, -1, -1, -1, -1, -1, -1, -1,
+                      -1, STDIO_F_WRITE_TIME, STDIO_F_WRITE_START_TIMESTAMP, STDIO_F_WRITE_END_TIMESTAMP, -1},
 };
 
 /* MPI-IO offsets are in etypes of a file view, not bytes: no offset-derived counters. */
 static const struct rw_slots mpiio_rw[2] = {
     [SLUICE_READ] = {MPIIO_INDEP_READS, MPIIO_BYTES_READ, -1, -1, -1, MPIIO_SIZE_READ_0_100,
-                     MPIIO_RW_SWITCHES, MPIIO_F_READ_TIME, MPIIO_F_READ_START_TIMESTAMP,
-                     MPIIO_F_READ_END_TIMESTAMP},
+                     MPIIO_RW_SWITCHES, MPIIO_ACCESS1_ACCESS, -1, -1, -1, MPIIO_MAX_READ_TIME_SIZE,
+                     MPIIO_F_READ_TIME, MPIIO_F_READ_START_TIMESTAMP, MPIIO_F_READ_END_TIMESTAMP,
+                     MPIIO_F_MAX_READ_TIME},
     [SLUICE_WRITE] = {MPIIO_INDEP_WRITES, MPIIO_BYTES_WRITTEN, -1, -1, -1, MPIIO_SIZE_WRITE_0_100,
-                      MPIIO_RW_SWITCHES, MPIIO_F_WRITE_TIME, MPIIO_F_WRITE_START_TIMESTAMP,
-                      MPIIO_F_WRITE_END_TIMESTAMP},
+                      MPIIO_RW_SWITCHES, MPIIO_ACCESS1_ACCESS, -1, -1, -1, MPIIO_MAX_WRITE_TIME_SIZE,
+                      MPIIO_F_WRITE_TIME, MPIIO_F_WRITE_START_TIMESTAMP, MPIIO_F_WRITE_END_TIMESTAMP,
+                      MPIIO_F_MAX_WRITE_TIME},
 };
 
 struct meta_slots {
@@ -89,19 +97,66 @@ static double since_start(uint64_t t)
     return t > sluice_start_ticks ? (double)(int64_t)(t - sluice_start_ticks) : 1.0;
 }
 
+/* One more occurrence of value v in table t (a value past the table's
+ * SLUICE_CVAL_SLOTS distinct ones is not counted, as in Darshan), and the
+ * four most frequent non-zero values top[0..3] with their counts top[4..7]
+ * kept in order: higher count first, then the larger value. */
+static void cval_count(struct sluice_cvals *t, int64_t *top, int64_t v)
+{
+    uint32_t i = 0, freq;
+    int j = 0;
+
+    while (i < t->n && t->val[i] != v)
+        i++;
+    if (i == t->n) {
+        if (i == SLUICE_CVAL_SLOTS)
+            return;
+        t->val[i] = v;
+        t->freq[i] = 0;
+        t->n = i + 1;
+    }
+    freq = ++t->freq[i];
+    if (v == 0)
+        return;
+    while (j < 4 && top[j] != v)
+        j++;
+    if (j == 4) {       /* not listed: it takes the fourth place if it beats it */
+        if (top[7] > freq || (top[7] == freq && top[3] > v))
+            return;
+        j = 3;
+        top[3] = v;
+    }
+    top[4 + j] = freq;
+    for (; j > 0 && (top[3 + j] < freq || (top[3 + j] == freq && top[j - 1] < v)); j--) {
+        top[j] = top[j - 1];
+        top[4 + j] = top[3 + j];
+        top[j - 1] = v;
+        top[3 + j] = freq;
+    }
+}
+
 void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,
                      int64_t off, int64_t n, uint64_t t0, uint64_t t1)
 {
-    sluice_count_rw_as(r, sides, kind, -1, off, n, t0, t1);
+    sluice_count_rw_buf(r, sides, kind, -1, off, n, 0, t0, t1);
 }
 
 void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_access kind, int op_counter,
                         int64_t off, int64_t n, uint64_t t0, uint64_t t1)
 {
+    sluice_count_rw_buf(r, sides, kind, op_counter, off, n, 0, t0, t1);
+}
+
+void sluice_count_rw_buf(struct sluice_record *r, unsigned sides, enum sluice_access kind, int op_counter,
+                         int64_t off, int64_t n, int mem_misaligned, uint64_t t0, uint64_t t1)
+{
     const struct rw_slots *s = rw_of(r, kind);
     int ops = op_counter >= 0 ? op_counter : s->ops;
     double dt = (double)(int64_t)(t1 - t0);
     double ts0 = since_start(t0), ts1 = since_start(t1);
+    int64_t align = r->file_align;
+    int file_misaligned = off >= 0 && align > 0 &&
+                          ((align & (align - 1)) == 0 ? (off & (align - 1)) != 0 : off % align != 0);
 
     sluice_record_lock(r);
     sides = effective_sides(r, sides);
@@ -110,6 +165,8 @@ void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_acc
             continue;
         int64_t *ic = r->ic + side * r->ni;
         double *fc = r->fc + side * r->nf;
+        struct sluice_cvals *cv = r->cv ? r->cv + side * SLUICE_CV_KINDS : NULL;
+        int64_t stride = 0;
         ic[ops]++;
         ic[s->bytes] += n;
         if (s->size0 >= 0)
@@ -121,10 +178,20 @@ void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_acc
             if (last >= 0 && s->consec >= 0) {
                 if (off == last)
                     ic[s->consec]++;
-                if (off >= last)
+                if (off >= last) {
                     ic[s->seq]++;
+                    stride = off - last;
+                }
             }
             r->last_end[side][kind] = off + n;
+        }
+        if (cv && s->access1 >= 0)
+            cval_count(&cv[SLUICE_CV_ACCESS], &ic[s->access1], n);
+        if (cv && s->stride1 >= 0 && off >= 0)
+            cval_count(&cv[SLUICE_CV_STRIDE], &ic[s->stride1], stride);
+        if (s->mem_not_aligned >= 0) {
+            ic[s->mem_not_aligned] += mem_misaligned;
+            ic[s->file_not_aligned] += file_misaligned;
         }
         if (s->rw_switches >= 0) {
             int k = kind == SLUICE_READ ? 1 : 2;
@@ -133,6 +200,10 @@ void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_acc
             r->last_kind[side] = k;
         }
         fc[s->f_time] += dt;
+        if (s->f_max_time >= 0 && dt > fc[s->f_max_time]) {
+            fc[s->f_max_time] = dt;
+            ic[s->max_time_size] = n;
+        }
         if (fc[s->f_start] == 0.0 || ts0 < fc[s->f_start])
             fc[s->f_start] = ts0;
         if (ts1 > fc[s->f_end])

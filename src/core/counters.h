@@ -32,6 +32,14 @@ void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access
 void sluice_count_rw_as(struct sluice_record *r, unsigned sides, enum sluice_access kind, int op_counter,
                         int64_t off, int64_t n, uint64_t t0, uint64_t t1);
 
+/* The same, and whether the memory buffer of the call (any buffer of a
+ * vector) was not aligned to SLUICE_MEM_ALIGNMENT: POSIX_MEM_NOT_ALIGNED.
+ * Also counted by every kind: the access size and stride tables
+ * (POSIX_ACCESS*, POSIX_STRIDE*; MPI-IO: MPIIO_ACCESS*), file alignment
+ * (POSIX_FILE_NOT_ALIGNED, at a known offset), the slowest call's size. */
+void sluice_count_rw_buf(struct sluice_record *r, unsigned sides, enum sluice_access kind, int op_counter,
+                         int64_t off, int64_t n, int mem_misaligned, uint64_t t0, uint64_t t1);
+
 /* An open (POSIX_OPENS / STDIO_OPENS, first-open timestamp, meta time). */
 void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1);
 

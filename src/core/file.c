@@ -303,7 +303,7 @@ static int64_t file_pos_advance(struct sluice_file *f, int fd, int64_t n)
 }
 
 static ssize_t file_rw_done(struct sluice_file *f, int fd, enum sluice_access kind, ssize_t rc,
-                            off_t off, uint64_t t0, uint64_t t1)
+                            off_t off, int mem_misaligned, uint64_t t0, uint64_t t1)
 {
     if (rc < 0) {
         sluice_count_error(f->rec, f->sides);
@@ -313,8 +313,22 @@ static ssize_t file_rw_done(struct sluice_file *f, int fd, enum sluice_access ki
     int64_t start = off >= 0 ? (int64_t)off
                     : f->owns_pos ? atomic_load_explicit(&f->pos, memory_order_relaxed) - rc
                     : file_pos_advance(f, fd, rc);
-    sluice_count_rw(f->rec, f->sides, kind, start, rc, t0, t1);
+    sluice_count_rw_buf(f->rec, f->sides, kind, -1, start, rc, mem_misaligned, t0, t1);
     return rc;
+}
+
+/* POSIX_MEM_NOT_ALIGNED: a buffer (any buffer of a vector) off SLUICE_MEM_ALIGNMENT. */
+static inline int mem_misaligned(const void *buf)
+{
+    return ((uintptr_t)buf & (SLUICE_MEM_ALIGNMENT - 1)) != 0;
+}
+
+static int iov_misaligned(const struct iovec *iov, int cnt)
+{
+    for (int i = 0; i < cnt; i++)
+        if (mem_misaligned(iov[i].iov_base))
+            return 1;
+    return 0;
 }
 
 /* When the stack is the bottom tier alone, a read or write is exactly the
@@ -330,7 +344,7 @@ ssize_t sluice_file_read(struct sluice_file *f, int fd, void *buf, size_t n, off
     uint64_t t0 = sluice_now();
     ssize_t rc = f->depth > 1 ? sluice_tier_read(f, 0, buf, n, off)
                  : sys_ret(off < 0 ? SLUICE_REAL(read)(fd, buf, n) : SLUICE_REAL(pread)(fd, buf, n, off));
-    return file_rw_done(f, fd, SLUICE_READ, rc, off, t0, sluice_now());
+    return file_rw_done(f, fd, SLUICE_READ, rc, off, mem_misaligned(buf), t0, sluice_now());
 }
 
 ssize_t sluice_file_write(struct sluice_file *f, int fd, const void *buf, size_t n, off_t off)
@@ -338,21 +352,21 @@ ssize_t sluice_file_write(struct sluice_file *f, int fd, const void *buf, size_t
     uint64_t t0 = sluice_now();
     ssize_t rc = f->depth > 1 ? sluice_tier_write(f, 0, buf, n, off)
                  : sys_ret(off < 0 ? SLUICE_REAL(write)(fd, buf, n) : SLUICE_REAL(pwrite)(fd, buf, n, off));
-    return file_rw_done(f, fd, SLUICE_WRITE, rc, off, t0, sluice_now());
+    return file_rw_done(f, fd, SLUICE_WRITE, rc, off, mem_misaligned(buf), t0, sluice_now());
 }
 
 ssize_t sluice_file_readv(struct sluice_file *f, int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     uint64_t t0 = sluice_now();
     ssize_t rc = sluice_tier_readv(f, 0, iov, cnt, off, flags);
-    return file_rw_done(f, fd, SLUICE_READ, rc, off, t0, sluice_now());
+    return file_rw_done(f, fd, SLUICE_READ, rc, off, iov_misaligned(iov, cnt), t0, sluice_now());
 }
 
 ssize_t sluice_file_writev(struct sluice_file *f, int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     uint64_t t0 = sluice_now();
     ssize_t rc = sluice_tier_writev(f, 0, iov, cnt, off, flags);
-    return file_rw_done(f, fd, SLUICE_WRITE, rc, off, t0, sluice_now());
+    return file_rw_done(f, fd, SLUICE_WRITE, rc, off, iov_misaligned(iov, cnt), t0, sluice_now());
 }
 
 off_t sluice_file_lseek(struct sluice_file *f, int fd, off_t off, int whence)

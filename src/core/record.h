@@ -23,6 +23,25 @@
 
 #define SLUICE_OTHER_FILES "<other files>"
 
+/* The distinct values of one kind (access sizes, strides) a record has seen
+ * and how often: the first SLUICE_CVAL_SLOTS of them, as Darshan tracks
+ * them, in a fixed table (no allocation on the I/O path). Their four most
+ * frequent non-zero values are kept in the record's *1..4 counters as they
+ * change. */
+#define SLUICE_CVAL_SLOTS 32
+struct sluice_cvals {
+    uint32_t n;                        /* values in the table */
+    uint32_t freq[SLUICE_CVAL_SLOTS];
+    int64_t val[SLUICE_CVAL_SLOTS];
+};
+
+/* The common-value tables a record keeps per side: POSIX access sizes and
+ * strides, MPI-IO access sizes. */
+enum sluice_cval_kind { SLUICE_CV_ACCESS = 0, SLUICE_CV_STRIDE = 1, SLUICE_CV_KINDS = 2 };
+
+/* Memory alignment that POSIX_MEM_NOT_ALIGNED tests (Darshan's default). */
+#define SLUICE_MEM_ALIGNMENT 8
+
 enum sluice_record_flags {
     SLUICE_REC_OVERFLOW = 1u << 0, /* the "<other files>" aggregate */
 };
@@ -41,6 +60,9 @@ struct sluice_record {
     int64_t last_end[SLUICE_NUM_SIDES][2]; /* end of the previous read [0] / write [1]; -1: none */
     int last_kind[SLUICE_NUM_SIDES]; /* 0 none, 1 read, 2 write: for RW_SWITCHES */
     const char *path;                /* absolute, normalised */
+    int mount;                       /* index in the mount table (core/mounts.h); -1: unknown */
+    int64_t file_align;              /* the mount's block size: POSIX_FILE_ALIGNMENT; 0: unknown */
+    struct sluice_cvals *cv;         /* cv[side * SLUICE_CV_KINDS + kind]; NULL: the module keeps none */
     atomic_int open_files;           /* open descriptions of this path in this process, opened through
                                         the tier stacks (stage mode does not stage a truncating
                                         open of a file the process has open otherwise) */

@@ -17,6 +17,7 @@
 #include "common/crc32.h"
 #include "common/diag.h"
 #include "core/config.h"
+#include "core/mounts.h"
 #include "core/record.h"
 #include "sys/real.h"
 #include "sluice/sluice_logfmt.h"
@@ -194,6 +195,29 @@ static void out_kv(struct out *o, const char *key, const char *value)
     out_bytes(o, value, n);
 }
 
+/* The key "mounts": a line "TYPE\tPOINT\n" per mount a recorded file is
+ * under (core/mounts.h), in mount-table order. */
+static void out_mounts(struct out *o)
+{
+    static const char key[] = "mounts";
+    uint32_t n = 0;
+    int count = sluice_mounts_count();
+
+    for (int i = 0; i < count; i++)
+        if (sluice_mount_used(i))
+            n += (uint32_t)(strlen(sluice_mount_type(i)) + strlen(sluice_mount_point(i)) + 2);
+    out_str16(o, key);
+    out_u32(o, n);
+    for (int i = 0; i < count; i++) {
+        if (!sluice_mount_used(i))
+            continue;
+        out_bytes(o, sluice_mount_type(i), (uint32_t)strlen(sluice_mount_type(i)));
+        out_bytes(o, "\t", 1);
+        out_bytes(o, sluice_mount_point(i), (uint32_t)strlen(sluice_mount_point(i)));
+        out_bytes(o, "\n", 1);
+    }
+}
+
 struct region {
     uint32_t type, version;
     uint64_t offset, length;
@@ -216,11 +240,14 @@ static void region_end(struct out *o, struct region *r)
     r->crc = o->crc;
 }
 
+/* Whether a record counted anything (its alignments are set at creation). */
 static int record_active(const struct sluice_record *r)
 {
-    for (int i = 0; i < SLUICE_NUM_SIDES * r->ni; i++)
-        if (r->ic[i] > 0)
-            return 1;
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++)
+        for (int i = 0; i < r->ni; i++)
+            if (r->ic[side * r->ni + i] > 0 &&
+                !(r->module == SLUICE_MOD_POSIX && (i == POSIX_MEM_ALIGNMENT || i == POSIX_FILE_ALIGNMENT)))
+                return 1;
     return 0;
 }
 
@@ -314,7 +341,7 @@ static void emit(struct out *o, enum content what, const struct source *src)
         out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
         out_u64(o, sluice_proc.start_mono_ns);
         out_u32(o, src->end_reason);
-        out_u32(o, 7);
+        out_u32(o, 8);
         out_kv(o, "job_id", sluice_proc.job_id);
         out_kv(o, "host", sluice_proc.host);
         out_kv(o, "exe", sluice_proc.exe);
@@ -323,6 +350,7 @@ static void emit(struct out *o, enum content what, const struct source *src)
         out_kv(o, "paths", sluice_cfg.paths);
         snprintf(num, sizeof num, "%d.%d", SLUICE_LOG_VERSION_MAJOR, SLUICE_LOG_VERSION_MINOR);
         out_kv(o, "version", num);
+        out_mounts(o);
         break;
     }
     case C_SCHEMA: {

@@ -59,6 +59,19 @@ def test_known_mix_exact_counters_and_bytes(prog, target, logdir):
         e = file_entry(r, with_sluice / name)
         assert nonzero(e["app"]) == want, name
         assert e["app"] == e["fs"]
+    # data.bin: 16 writes of 256 B, reads of 1 KiB (4), 512 B (8) and one at the end (0 B, not listed);
+    # every access follows the one before (no stride); all but those at offset 0 (and 4096, the last
+    # read's) start off the file system's block
+    e = file_entry(r, with_sluice / "data.bin")["app"]
+    assert {k: e[k] for k in P(ACCESS1_ACCESS=0, ACCESS1_COUNT=0, ACCESS2_ACCESS=0, ACCESS2_COUNT=0,
+                               ACCESS3_ACCESS=0, ACCESS3_COUNT=0, ACCESS4_COUNT=0, STRIDE1_COUNT=0,
+                               MEM_NOT_ALIGNED=0, MEM_ALIGNMENT=0, MAX_WRITE_TIME_SIZE=0)} == P(
+        ACCESS1_ACCESS=256, ACCESS1_COUNT=16, ACCESS2_ACCESS=512, ACCESS2_COUNT=8, ACCESS3_ACCESS=1024,
+        ACCESS3_COUNT=4, ACCESS4_COUNT=0, STRIDE1_COUNT=0, MEM_NOT_ALIGNED=0, MEM_ALIGNMENT=8, MAX_WRITE_TIME_SIZE=256)
+    assert e["POSIX_FILE_ALIGNMENT"] == os.statvfs(with_sluice).f_bsize
+    if e["POSIX_FILE_ALIGNMENT"] == 4096:
+        assert e["POSIX_FILE_NOT_ALIGNED"] == 25
+    assert e["POSIX_MAX_READ_TIME_SIZE"] in (0, 512, 1024)
     # job totals are the sums over files
     assert r["app"]["POSIX_WRITES"] == 16 and r["app"]["STDIO_WRITES"] == 11
     assert r["app"]["POSIX_BYTES_READ"] == 8192 and r["fs"]["POSIX_BYTES_READ"] == 8192
