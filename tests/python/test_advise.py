@@ -232,7 +232,7 @@ def test_json_shape_and_order(workdir, logdir):
         ops += [f"creat:{d2}/f{i}", "write:2048", "close"]
     run(logdir, workdir, [bin_path("sluice-io"), *ops])
     doc = json.loads(sluice("advise", "--json", str(logdir)).stdout)
-    assert list(doc) == ["findings"]
+    assert list(doc) == ["findings", "auto"]
     fs = doc["findings"]
     assert {f["id"] for f in fs} >= {"small-writes", "file-per-process-small-files"}
     for f in fs:
@@ -253,6 +253,19 @@ def test_json_shape_and_order(workdir, logdir):
     # the text names both prefixes in one policy for the whole job
     out = sluice("advise", str(logdir)).stdout
     assert f"--policy {d1}=buffer" in out and f"--policy {d2}=stage" in out
+    # small writes (buffer) and new small files (stage): what --mode auto chooses per file, so one
+    # setting does both
+    assert doc["auto"] == f"sluice run --mode auto -- {bin_path('sluice-io')} ..."     # a long command: cut
+    assert doc["auto"] in out and "Or, naming no paths: --mode auto" in out
+
+
+def test_no_auto_line_where_auto_would_not_apply_the_fix(workdir, logdir):
+    """A file reopened 150 times: stage mode serves the reopens, but auto buffers a file that exists when
+    it is opened, so advise does not offer --mode auto in place of the policy."""
+    run(logdir, workdir, many_opens(workdir))
+    doc = json.loads(sluice("advise", "--json", str(logdir)).stdout)
+    assert doc["findings"][0]["id"] == "many-opens-one-file" and doc["auto"] is None
+    assert "--mode auto" not in sluice("advise", str(logdir)).stdout
 
 
 def test_text_output(workdir, logdir):
@@ -404,7 +417,7 @@ def test_independent_mpiio_on_a_shared_file():
 
 def test_empty_job_has_no_findings():
     job = merge("j", [log(1, [])])
-    assert advise(job) == [] and to_json(job) == {"findings": []}
+    assert advise(job) == [] and to_json(job) == {"findings": [], "auto": None}
 
 
 @pytest.mark.parametrize("fs_writes,in_effect,severity", [(2000, False, "high"), (1400, True, "high"),

@@ -98,11 +98,30 @@ def _num(x):
     return x
 
 
+# What --mode auto does per file (src/core/modes.def): a file the program creates or truncates is staged, one it
+# updates or reads is buffered, MPI-IO writes go through acb's cost model. The findings whose fix that is:
+# buffer's and acb's, and stage's where the files are new files written by one process each.
+AUTO_COVERS = {"buffer": None, "acb": None, "stage": {"file-per-process-small-files"}}
+
+
+def auto_line(job: Job, findings: list[Finding]) -> str | None:
+    """`sluice run --mode auto -- CMD` when auto's per-file choice is the fix of every finding that asks for a
+    mode (so one setting replaces the policy), else None."""
+    todo = [f for f in findings if f.mode != "profile" and not f.in_effect and f.paths]
+    if not todo:
+        return None
+    for f in todo:
+        if f.mode not in AUTO_COVERS or (AUTO_COVERS[f.mode] is not None and f.id not in AUTO_COVERS[f.mode]):
+            return None
+    return run_line([], program_command(job), ["--mode auto"])
+
+
 def to_json(job: Job, findings: list[Finding] | None = None) -> dict:
-    """`sluice advise --json`: {"findings": [...]}, most costly first."""
+    """`sluice advise --json`: {"findings": [...], "auto": CMD or null}, findings most costly first; "auto"
+    is the one `--mode auto` command that applies every finding's mode, where there is one."""
     findings = advise(job) if findings is None else findings
     command = program_command(job)
-    return {"findings": [finding_json(f, command) for f in findings]}
+    return {"findings": [finding_json(f, command) for f in findings], "auto": auto_line(job, findings)}
 
 
 def plan(findings: list[Finding]) -> list[tuple[str, str]]:
@@ -117,4 +136,4 @@ def plan(findings: list[Finding]) -> list[tuple[str, str]]:
     return list(rules.items())[:MAX_POLICY_ITEMS]
 
 
-__all__ = ["advise", "to_json", "plan", "fix_of", "job_times", "Finding", "SEVERITIES"]
+__all__ = ["advise", "to_json", "plan", "auto_line", "fix_of", "job_times", "Finding", "SEVERITIES"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from sluice.advise import fix_of, job_times, plan
+from sluice.advise import auto_line, fix_of, job_times, plan
 from sluice.advise.fix import program_command, run_line, toml_snippet
 from sluice.advise.rules import Finding, secs
 from sluice.report.model import Job
@@ -84,6 +84,12 @@ def render(job: Job, findings: list[Finding]) -> str:
                 for k, table in f.toml.items():
                     sections.setdefault(k, {}).update(table)
         out += [("    " + printable(line)).rstrip() for line in toml_snippet(rules, sections).splitlines()]
+        auto = auto_line(job, findings)
+        if auto:
+            out += textwrap.wrap("Or, naming no paths: --mode auto stages the files the program creates, buffers "
+                                 "the ones it updates or reads and aggregates MPI-IO writes, which is each "
+                                 "finding's fix here:", width=WIDTH)
+            out.append("  " + printable(auto))
     elif any(f.in_effect for f in findings):
         out.append("For the whole job: no mode to add; the modes of this run already act on the files of "
                    + ", ".join(dict.fromkeys(f.id for f in findings if f.in_effect)) + ".")
