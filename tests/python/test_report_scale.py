@@ -16,7 +16,7 @@ import pytest
 from conftest import bin_path, report_json, sluice
 
 from sluice.logfmt import Log, Module, RecordBlock, Records, read_log
-from sluice.report.model import SIDES, Job, combine, merge, zero_counters
+from sluice.report.model import SIDES, Job, merge, merge_counters, zero_counters
 
 POSIX = Module(1, 1, "POSIX", ["POSIX_OPENS", "POSIX_WRITES", "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ",
                                "POSIX_MAX_BYTE_WRITTEN"],
@@ -37,8 +37,7 @@ def reference(job_id: str, logs: list[Log]) -> dict:
     files: dict[str, dict] = {}
 
     def into(dst: dict, src: dict) -> None:
-        for k, v in src.items():
-            dst[k] = combine(k, dst[k], v) if k in dst else v
+        merge_counters(dst, src)
 
     for l in sorted(logs, key=lambda x: (x.start_ns, x.pid)):
         offset = (l.start_ns - start) / 1e9

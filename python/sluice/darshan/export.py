@@ -24,7 +24,7 @@ from sluice.darshan.mapping import DARSHAN_IDS, SLUICE_MODULES, to_darshan, visi
 from sluice.darshan.recid import record_id
 from sluice.darshan.writer import DarshanJob, ModuleData, write
 from sluice.logfmt import Log
-from sluice.report.model import SIDES, combine
+from sluice.report.model import SIDES, merge_counters
 
 OTHER_FILES = "<other files>"
 
@@ -89,9 +89,7 @@ def rank_records(job: RankedJob) -> list[RankRecord]:
                 continue
             rr = out.setdefault((rank, mid, r.path), RankRecord(mid, r.path, rank))
             for side in SIDES:
-                dst = getattr(rr, side)
-                for k, v in _shifted(getattr(r, side), offset).items():
-                    dst[k] = combine(k, dst[k], v) if k in dst else v
+                merge_counters(getattr(rr, side), _shifted(getattr(r, side), offset))
     return sorted(out.values(), key=lambda r: (r.module, r.rank, r.path))
 
 
@@ -118,8 +116,7 @@ def _shared(module: int, path: str, parts: list[RankRecord], side: str) -> bytes
     """One rank -1 record of a file every rank used, as Darshan reduces it."""
     total: dict[str, float] = {}
     for p in parts:
-        for k, v in getattr(p, side).items():
-            total[k] = combine(k, total[k], v) if k in total else v
+        merge_counters(total, getattr(p, side))
     ints, floats = to_darshan(module, total)
     times = [(_io_time(module, getattr(p, side)), p.rank, _bytes(module, getattr(p, side))) for p in parts]
     fastest = min(times, key=lambda t: (t[0], t[1]))
@@ -151,12 +148,12 @@ def modules_of(job: RankedJob, records: list[RankRecord], side: str, per_rank: b
         shared = job.mpi and not per_rank and job.nprocs > 1 and len({p.rank for p in parts}) == job.nprocs
         packed: list[bytes] = []
         if shared:
-            if any(visible(to_darshan(mid, getattr(p, side))[0]) for p in parts):
+            if any(visible(to_darshan(mid, getattr(p, side))[0], mid) for p in parts):
                 packed.append(_shared(mid, path, parts, side))
         else:
             for p in parts:
                 ints, floats = to_darshan(mid, getattr(p, side))
-                if visible(ints):
+                if visible(ints, mid):
                     packed.append(_pack(mid, p.rank, path, ints, floats))
         if packed:
             m.records.extend(packed)

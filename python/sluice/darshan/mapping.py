@@ -16,17 +16,17 @@ DARSHAN_IDS = {v: k for k, v in SLUICE_MODULES.items()}
 
 # Darshan counters sluice has no source for: written as -1.
 UNKNOWN = {
-    L.POSIX: {"POSIX_FILENOS", "POSIX_RENAME_TARGETS", "POSIX_MODE", "POSIX_MEM_NOT_ALIGNED", "POSIX_MEM_ALIGNMENT",
-              "POSIX_FILE_NOT_ALIGNED", "POSIX_FILE_ALIGNMENT", "POSIX_MAX_READ_TIME_SIZE",
-              "POSIX_MAX_WRITE_TIME_SIZE", "POSIX_F_CLOSE_START_TIMESTAMP", "POSIX_F_OPEN_END_TIMESTAMP",
-              "POSIX_F_MAX_READ_TIME", "POSIX_F_MAX_WRITE_TIME"}
-    | {n for n in L.INT_NAMES[L.POSIX] if "_STRIDE" in n or "_ACCESS" in n},
-    L.MPIIO: {"MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_HINTS", "MPIIO_MODE", "MPIIO_MAX_READ_TIME_SIZE",
-              "MPIIO_MAX_WRITE_TIME_SIZE", "MPIIO_F_CLOSE_START_TIMESTAMP", "MPIIO_F_OPEN_END_TIMESTAMP",
-              "MPIIO_F_MAX_READ_TIME", "MPIIO_F_MAX_WRITE_TIME"}
-    | {n for n in L.INT_NAMES[L.MPIIO] if "_ACCESS" in n},
+    L.POSIX: {"POSIX_FILENOS", "POSIX_RENAME_TARGETS", "POSIX_MODE", "POSIX_F_CLOSE_START_TIMESTAMP",
+              "POSIX_F_OPEN_END_TIMESTAMP"},
+    L.MPIIO: {"MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_HINTS", "MPIIO_MODE", "MPIIO_F_CLOSE_START_TIMESTAMP",
+              "MPIIO_F_OPEN_END_TIMESTAMP"},
     L.STDIO: {"STDIO_FDOPENS", "STDIO_F_CLOSE_START_TIMESTAMP", "STDIO_F_OPEN_END_TIMESTAMP"},
 }
+
+# Properties of a record rather than counts of calls (set when Darshan
+# creates the record): they alone do not make a record visible.
+PROPERTIES = {"POSIX_MEM_ALIGNMENT", "POSIX_FILE_ALIGNMENT"}
+_PROPERTY_AT = {L.POSIX: [L.INT_NAMES[L.POSIX].index(n) for n in sorted(PROPERTIES)]}
 
 # Darshan name -> sluice name where they differ only in name.
 RENAMED = {"POSIX_RENAME_SOURCES": "POSIX_RENAMES"}
@@ -34,6 +34,13 @@ RENAMED.update({n: n.replace("_AGG_", "_") for n in L.INT_NAMES[L.MPIIO] if "_AG
 
 RANK_FIELDS = {n for m in L.INT_NAMES.values() for n in m if "_RANK" in n} | \
     {n for m in L.FLOAT_NAMES.values() for n in m if "_RANK_" in n}
+
+
+# Darshan counters sluice logs have had only since the access-pattern counters
+# came (common sizes and strides, alignments, the slowest calls).
+_SINCE_PATTERN = {n for m in L.INT_NAMES.values() for n in m
+                  if any(p in n for p in ("_ACCESS", "_STRIDE", "ALIGN", "_TIME_SIZE"))} | \
+    {n for m in L.FLOAT_NAMES.values() for n in m if "_F_MAX_" in n}
 
 
 def _sluice_name(darshan: str) -> str:
@@ -54,6 +61,8 @@ def to_darshan(module: int, c: dict[str, float]) -> tuple[list[int], list[float]
             return c.get("POSIX_OPENS", 0) + c.get("POSIX_DUPS", 0)
         if name == "MPIIO_INDEP_WRITES":          # write_shared and write_ordered are independent/collective
             return c.get("MPIIO_INDEP_WRITES", 0) + c.get("MPIIO_SHARED_WRITES", 0)
+        if name not in c and name in _SINCE_PATTERN:  # a log written before sluice counted them
+            return -1
         v = c.get(_sluice_name(name), 0)
         if "_MAX_BYTE_" in name and v < 0:        # Darshan: 0 when nothing was read or written
             return 0
@@ -72,10 +81,11 @@ def dropped(module: int, c: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in c.items() if k.startswith(module_prefix) and k not in carried}
 
 
-def visible(ints: list[int]) -> bool:
+def visible(ints: list[int], module: int = L.POSIX) -> bool:
     """Whether Darshan would have a record: some call it counts touched the file
     (a path only made, removed or renamed over has none)."""
-    return any(v > 0 for v in ints)
+    skip = _PROPERTY_AT.get(module, [])
+    return any(v > 0 for i, v in enumerate(ints) if i not in skip)
 
 
 def to_sluice(module: int, counters: dict[str, float]) -> dict[str, float]:

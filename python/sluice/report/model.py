@@ -1,10 +1,14 @@
 """Merging the per-process logs of one job into job and per-file totals.
 
 How counters combine across records and processes is decided by their
-name, the same way for every module: MAX_BYTE_* take the maximum,
-*_START_TIMESTAMP the earliest non-zero value, *_END_TIMESTAMP the latest,
-everything else adds up. Timestamps are made relative to the job's start
-(the earliest process start).
+name, the same way for every module: MAX_BYTE_*, F_MAX_*_TIME and the
+alignments take the maximum, *_START_TIMESTAMP the earliest non-zero value,
+*_END_TIMESTAMP the latest, everything else adds up; and, as Darshan reduces
+them, the four most common values (*_ACCESS1..4_ACCESS with their _COUNTs,
+*_STRIDE1..4_*) are the four most frequent of both lists (counts of a value
+in both add up; ties go to the larger value), and *_MAX_*_TIME_SIZE is the
+size of the slower of the two slowest calls (F_MAX_*_TIME). Timestamps are
+made relative to the job's start (the earliest process start).
 """
 
 from __future__ import annotations
@@ -37,7 +41,9 @@ OP_COUNTERS = tuple(f"POSIX_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", 
 
 
 def combine(name: str, a: float, b: float) -> float:
-    if "MAX_BYTE" in name:
+    """Two values of one counter combined (the common values and the slowest
+    call's size need their group: merge_counters)."""
+    if "MAX_BYTE" in name or "_F_MAX_" in name or name.endswith("ALIGNMENT"):
         return max(a, b)
     if name.endswith("_START_TIMESTAMP"):
         if a == 0:
@@ -46,6 +52,59 @@ def combine(name: str, a: float, b: float) -> float:
     if name.endswith("_END_TIMESTAMP"):
         return max(a, b)
     return a + b
+
+
+def common_groups(names) -> list[tuple[list[str], list[str]]]:
+    """The four-most-common-values groups among counter names: (the four
+    value names, the four count names), e.g. POSIX_ACCESS1_ACCESS.. and
+    POSIX_ACCESS1_COUNT..."""
+    out = []
+    for n in names:
+        for what in ("ACCESS", "STRIDE"):
+            if n.endswith(f"_{what}1_{what}"):
+                p = n[: -len(f"_{what}1_{what}")]
+                out.append(([f"{p}_{what}{i}_{what}" for i in range(1, 5)],
+                            [f"{p}_{what}{i}_COUNT" for i in range(1, 5)]))
+    return out
+
+
+def time_size_pairs(names) -> list[tuple[str, str]]:
+    """(size counter, time counter) of the slowest calls: POSIX_MAX_READ_TIME_SIZE
+    goes with POSIX_F_MAX_READ_TIME."""
+    out = []
+    for n in names:
+        if n.endswith("_TIME_SIZE") and "_MAX_" in n:
+            p, _, rest = n.partition("_MAX_")
+            out.append((n, f"{p}_F_MAX_{rest[: -len('_SIZE')]}"))
+    return out
+
+
+def top_four(pairs) -> list[tuple[int, int]]:
+    """The four most frequent non-zero values of (value, count) pairs, counts
+    of one value added: higher count first, then the larger value; (0, 0)
+    where there are fewer."""
+    counts: dict[int, int] = {}
+    for v, c in pairs:
+        if v and c > 0:
+            counts[v] = counts.get(v, 0) + c
+    best = sorted(counts.items(), key=lambda vc: (-vc[1], -vc[0]))[:4]
+    return best + [(0, 0)] * (4 - len(best))
+
+
+def merge_counters(dst: dict, src: Mapping) -> None:
+    """src's counters combined into dst, as two records of one file combine."""
+    groups = [g for g in common_groups(src) if g[0][0] in dst]
+    pairs = [(s, t) for s, t in time_size_pairs(src) if s in dst and t in dst and t in src]
+    merged = [top_four([(dst[v], dst[c]) for v, c in zip(*g)] + [(src[v], src[c]) for v, c in zip(*g)])
+              for g in groups]
+    sizes = [src[s] if src[t] > dst[t] else dst[s] for s, t in pairs]
+    for k, v in src.items():
+        dst[k] = combine(k, dst[k], v) if k in dst else v
+    for (vals, cnts), top in zip(groups, merged):
+        for i, (v, c) in enumerate(top):
+            dst[vals[i]], dst[cnts[i]] = v, c
+    for (s, _), size in zip(pairs, sizes):
+        dst[s] = size
 
 
 @dataclass(slots=True)

@@ -23,12 +23,94 @@ import numpy as np
 from sluice.logfmt import Log, Module, Record, RecordBlock, Records
 
 SUM, MAX, FIRST = 0, 1, 2  # how a counter combines: add, largest, earliest non-zero
+# The common values (model.common_groups) and the slowest call's size
+# (model.time_size_pairs) combine as groups: Special below.
 
 
 def _rule(name: str) -> int:
-    if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP"):
+    if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP") or "_F_MAX_" in name or name.endswith("ALIGNMENT"):
         return MAX
     return FIRST if name.endswith("_START_TIMESTAMP") else SUM
+
+
+@dataclass(frozen=True)
+class Special:
+    """Where a layout's grouped counters are among its int and float values
+    (in layout order, as Columns.of_layout has them): per common-values group
+    the columns of the four values and of the four counts; per slowest-call
+    pair the column of the size (an int) and of the time (a float)."""
+    groups: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+    pairs: tuple[tuple[int, int], ...]
+
+
+def _special(lay: "Layout", is_float: Callable[[str], bool]) -> Special:
+    from sluice.report.model import common_groups, time_size_pairs
+
+    pos: dict[str, int] = {}
+    seen = [0, 0]
+    for k in lay.keys:
+        f = int(is_float(k))
+        pos[k] = seen[f]
+        seen[f] += 1
+    groups = tuple((tuple(pos[v] for v in vals), tuple(pos[c] for c in cnts))
+                   for vals, cnts in common_groups(lay.keys)
+                   if all(k in pos and not is_float(k) for k in vals + cnts))
+    pairs = tuple((pos[sz], pos[t]) for sz, t in time_size_pairs(lay.keys)
+                  if sz in pos and t in pos and not is_float(sz) and is_float(t))
+    return Special(groups, pairs)
+
+
+def _top_four(vals: np.ndarray, cnts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, of candidate values (each non-zero value at most once a row)
+    and their counts: the four with the highest counts, then the larger
+    value; zero values and counts drop out."""
+    cnts = np.where(vals != 0, cnts, 0)
+    vals = np.where(cnts > 0, vals, 0)
+    order = np.lexsort((-vals, -cnts), axis=-1)[:, :4]
+    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(cnts, order, axis=1)
+
+
+def _cv_pairwise(a: np.ndarray, b: np.ndarray, vi: tuple[int, ...], ci: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Two rows' lists of four common values merged, row by row."""
+    av, ac = a[:, vi].copy(), a[:, ci].copy()
+    bv, bc = b[:, vi].copy(), b[:, ci].copy()
+    for j in range(4):
+        for i in range(4):
+            same = (bv[:, j] == av[:, i]) & (av[:, i] != 0)
+            ac[:, i] += np.where(same, bc[:, j], 0)
+            bc[:, j] = np.where(same, 0, bc[:, j])
+    return _top_four(np.hstack([av, bv]), np.hstack([ac, bc]))
+
+
+def _cv_many(rows_v: np.ndarray, rows_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Many lists of four common values ([list, 4]) merged into one ([4])."""
+    v, c = rows_v.ravel(), rows_c.ravel()
+    keep = (v != 0) & (c > 0)
+    uniq, inv = np.unique(v[keep], return_inverse=True)
+    sums = np.bincount(inv, weights=c[keep], minlength=len(uniq)).astype(np.int64) if len(uniq) else \
+        np.zeros(0, dtype=np.int64)
+    pad = max(0, 4 - len(uniq))
+    tv, tc = _top_four(np.r_[uniq, np.zeros(pad, dtype=np.int64)][None, :],
+                       np.r_[sums, np.zeros(pad, dtype=np.int64)][None, :])
+    return tv[0], tc[0]
+
+
+def _special_reduce(out: tuple[np.ndarray, np.ndarray], start: tuple[np.ndarray, np.ndarray],
+                    present: tuple[np.ndarray, np.ndarray], vals: tuple[np.ndarray, np.ndarray],
+                    sp: Special) -> None:
+    """The grouped counters of _reduce's result `out` (ints, floats), from the
+    values before (`start`, where `present`) and every record's (`vals`)."""
+    for vi, ci in sp.groups:
+        vi_, ci_ = list(vi), list(ci)
+        had = bool(present[0][vi_].all())
+        rows_v = np.vstack([start[0][vi_][None, :]] * had + [vals[0][:, vi_]])
+        rows_c = np.vstack([start[0][ci_][None, :]] * had + [vals[0][:, ci_]])
+        out[0][vi_], out[0][ci_] = _cv_many(rows_v, rows_c)
+    for si, ti in sp.pairs:
+        had = bool(present[0][si] and present[1][ti])
+        times = np.r_[start[1][ti:ti + 1] if had else [], vals[1][:, ti]]
+        sizes = np.r_[start[0][si:si + 1] if had else np.zeros(0, dtype=np.int64), vals[0][:, si]]
+        out[0][si] = sizes[int(np.argmax(times))]      # the first of equally slow calls
 
 
 @dataclass(frozen=True)
@@ -342,6 +424,7 @@ class Table:
                        np.array([zero.get(n, 0) for n in tcols.names[1]], dtype=np.float64))
         self._in_total = tuple(np.array([n in zero for n in tcols.names[f]], dtype=bool) for f in (0, 1))
         self._total_keys = dict.fromkeys(zero)
+        self._specials: dict[Layout, Special] = {}
 
     def copy(self) -> "Table":
         """A table in the same state, that goes on on its own."""
@@ -359,12 +442,18 @@ class Table:
             return
         cols, tcols, rules, trules = self._cols, self._tcols, self._rules, self._trules
         lid = self._lids[seg.layout]
+        sp = self._special(seg.layout)
         self._total_keys.update(dict.fromkeys(seg.layout.keys))
         tc = tcols.of_layout(seg.layout)
         total, in_total = self._total, self._in_total
+        tv = tuple(_shifted(tcols.values(seg, bool(f)), self._tstamp[f][tc[f]], seg.offset) for f in (0, 1))
+        before = tuple(total[f][tc[f]] for f in (0, 1))
+        had = tuple(in_total[f][tc[f]] for f in (0, 1))
+        res = tuple(_reduce(before[f], had[f], tv[f], trules[f][tc[f]]) for f in (0, 1))
+        if sp.groups or sp.pairs:
+            _special_reduce(res, before, had, tv, sp)
         for f in (0, 1):
-            v = _shifted(tcols.values(seg, bool(f)), self._tstamp[f][tc[f]], seg.offset)
-            total[f][tc[f]] = _reduce(total[f][tc[f]], in_total[f][tc[f]], v, trules[f][tc[f]])
+            total[f][tc[f]] = res[f]
             in_total[f][tc[f]] = True
         c = self._lay_cols[seg.layout]
         vals = (cols.values(seg, False), _shifted(cols.values(seg, True), self._stamp[c[1]], seg.offset))
@@ -373,9 +462,15 @@ class Table:
             for row in uniq.tolist():
                 sel = np.flatnonzero(seg.rows == row)
                 u = int(self.sig[row])
+                mats = (self.ints, self.floats)
+                before = tuple(mats[f][row, c[f]] for f in (0, 1))
+                had = tuple(self._present(u, lid, f) for f in (0, 1))
+                v = (vals[0][sel], vals[1][sel])
+                res = tuple(_reduce(before[f], had[f], v[f], rules[f][c[f]]) for f in (0, 1))
+                if sp.groups or sp.pairs:
+                    _special_reduce(res, before, had, v, sp)
                 for f in (0, 1):
-                    mat = self.floats if f else self.ints
-                    mat[row, c[f]] = _reduce(mat[row, c[f]], self._present(u, lid, f), vals[f][sel], rules[f][c[f]])
+                    mats[f][row, c[f]] = res[f]
                 self.sig[row] = self._step(u, lid)
             return
         for sel in _rounds(seg.rows):
@@ -383,15 +478,27 @@ class Table:
             old = self.sig[r]
             for u in np.unique(old).tolist():
                 at = slice(None) if u == old[0] and (old == u).all() else np.flatnonzero(old == u)
-                for f in (0, 1):
-                    mat, v = (self.floats if f else self.ints), vals[f] if sel is None else vals[f][sel]
-                    idx = np.ix_(r[at], c[f])
-                    if not self.sigs[u]:           # the rows' first record: its values as they are
-                        mat[idx] = v[at]
-                    else:
-                        mat[idx] = np.where(self._present(u, lid, f), _combine(mat[idx], v[at], rules[f][c[f]]),
-                                            v[at])
+                mats = (self.ints, self.floats)
+                idx = tuple(np.ix_(r[at], c[f]) for f in (0, 1))
+                new = tuple((vals[f] if sel is None else vals[f][sel])[at] for f in (0, 1))
+                if not self.sigs[u]:           # the rows' first record: its values as they are
+                    for f in (0, 1):
+                        mats[f][idx[f]] = new[f]
+                else:
+                    had = tuple(self._present(u, lid, f) for f in (0, 1))
+                    olds = tuple(mats[f][idx[f]] for f in (0, 1))
+                    res = tuple(np.where(had[f], _combine(olds[f], new[f], rules[f][c[f]]), new[f])
+                                for f in (0, 1))
+                    _special_pairwise(res[0], olds, new, had, sp)
+                    for f in (0, 1):
+                        mats[f][idx[f]] = res[f]
                 self.sig[r[at]] = self._step(u, lid)
+
+    def _special(self, lay: Layout) -> Special:
+        sp = self._specials.get(lay)
+        if sp is None:
+            sp = self._specials[lay] = _special(lay, lambda k: self._cols.of[k][0])
+        return sp
 
     def _present(self, sig: int, lid: int, is_float: int) -> np.ndarray:
         """Which int (float) columns of layout `lid` a row of signature `sig` has."""
@@ -469,6 +576,18 @@ def _combine(a: np.ndarray, b: np.ndarray, rule: np.ndarray) -> np.ndarray:
         x, y = a[:, m], b[:, m]
         out[:, m] = np.where(x == 0, y, np.where(y == 0, x, np.minimum(x, y)))
     return out
+
+
+def _special_pairwise(res: np.ndarray, olds: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray],
+                      had: tuple[np.ndarray, np.ndarray], sp: Special) -> None:
+    """The grouped int counters of _combine's result `res`, from each row's
+    values before (`olds`, ints and floats) and the record's (`new`)."""
+    for vi, ci in sp.groups:
+        if had[0][list(vi) + list(ci)].all():
+            res[:, list(vi)], res[:, list(ci)] = _cv_pairwise(olds[0], new[0], vi, ci)
+    for si, ti in sp.pairs:
+        if had[0][si] and had[1][ti]:
+            res[:, si] = np.where(new[1][:, ti] > olds[1][:, ti], new[0][:, si], olds[0][:, si])
 
 
 def _reduce(total: np.ndarray, present: np.ndarray, vals: np.ndarray, rule: np.ndarray) -> np.ndarray:
