@@ -486,3 +486,26 @@ def test_a_darshan_record_reduced_over_ranks_stands_for_every_rank():
     assert f["evidence"]["counters"]["MPIIO_INDEP_WRITES"] == n
     # 16 opens by 16 ranks is one open each, not a file reopened 16 times by one process
     assert "many-opens-one-file" not in [x["id"] for x in to_json(job)["findings"]]
+
+
+def test_straggler_on_a_file_darshan_reduced_over_ranks():
+    """ior_hdf5_example.darshan's shape: 4 ranks, one shared file reduced to one record that keeps the
+    slowest (0.214 s) and fastest (0.028 s) rank's time and the ranks' sum (0.645 s): the slowest rank
+    is 25 % above the mean, with the same bytes as the fastest (contention: at most medium)."""
+    r = rec("/scratch/test123.h5", POSIX_OPENS=8, POSIX_WRITES=23, POSIX_READS=36, POSIX_BYTES_WRITTEN=4195800,
+            POSIX_BYTES_READ=4202504, POSIX_F_WRITE_TIME=0.4, POSIX_F_READ_TIME=0.2, POSIX_F_META_TIME=0.045,
+            POSIX_SLOWEST_RANK=1, POSIX_FASTEST_RANK=3, POSIX_F_SLOWEST_RANK_TIME=0.214,
+            POSIX_F_FASTEST_RANK_TIME=0.028, POSIX_SLOWEST_RANK_BYTES=2099712, POSIX_FASTEST_RANK_BYTES=2099376)
+    reduced = log(-1, [r], -1, 4, seconds=0)
+    reduced.info["darshan_shared"] = "1"
+    ranks = [log(rk, [], rk, 4, seconds=0.3) for rk in range(4)]
+    f = by_id(to_json(merge("j", ranks + [reduced]))["findings"], "rank-imbalance")
+    c = f["evidence"]["counters"]
+    assert c["ranks"] == 4 and c["slowest_rank"] == 1 and c["fastest_rank"] == 3
+    assert c["mean_io_time"] == pytest.approx(0.645 / 4)
+    assert f["expected_gain"]["seconds"] == pytest.approx(0.214 - 0.645 / 4)
+    assert f["severity"] == "medium" and "contention" in f["evidence"]["text"]
+    # every rank as fast as the mean: nothing to flag
+    r.app.update(POSIX_F_SLOWEST_RANK_TIME=0.17, POSIX_F_FASTEST_RANK_TIME=0.15)
+    fs = to_json(merge("j", ranks + [reduced]))["findings"]
+    assert "rank-imbalance" not in [x["id"] for x in fs]

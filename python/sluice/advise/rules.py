@@ -802,12 +802,57 @@ def no_collective(ctx: Context) -> list[Finding]:
     return [f]
 
 
+def _reduced_imbalance(ctx: Context) -> list[Finding]:
+    """rank-imbalance from Darshan's records reduced over all ranks: each keeps the slowest and fastest
+    rank's time and bytes (POSIX_F_SLOWEST_RANK_TIME, ...) and the ranks' summed time, so the slowest
+    rank's time is set against the mean, as for per-rank logs."""
+    nranks = len({p for p, r in ctx.rank.items() if r >= 0 and p not in ctx.shared_pids})
+    rows = []
+    for f in ctx.files:
+        d = next((d for pid, d in ctx.per_proc.get(f.path, {}).items() if pid in ctx.shared_pids), None)
+        if d is None or nranks < 2:
+            continue
+        slow, fast = v(d, "POSIX_F_SLOWEST_RANK_TIME"), v(d, "POSIX_F_FASTEST_RANK_TIME")
+        mean = posix_time(d) / nranks
+        if slow > 0 and 1 - mean / slow > th.STRAGGLER_SHARE:
+            rows.append((f, d, slow, fast, mean))
+    if not rows:
+        return []
+    rows.sort(key=lambda r: r[4] - r[2])
+    f0, d, slow, fast, mean = rows[0]
+    bslow, bfast = v(d, "POSIX_SLOWEST_RANK_BYTES"), v(d, "POSIX_FASTEST_RANK_BYTES")
+    bmax = max(bslow, bfast)
+    size_imb = abs(bslow - bfast) / bmax if bmax else 0.0
+    balanced = size_imb <= th.IMBALANCE_SIZE
+    excess = sum(sl - mn for _, _, sl, _, mn in rows)
+    text = (f"{n(len(rows))} file{'s' if len(rows) != 1 else ''} shared by all {nranks} ranks (records Darshan "
+            f"reduced over the ranks): on {f0.path}, the slowest rank (rank {int(v(d, 'POSIX_SLOWEST_RANK'))}) spent "
+            f"{secs(slow)} in its POSIX calls, the fastest {secs(fast)}, the mean {secs(mean)} "
+            f"({pct(1 - mean / slow)} of the slowest rank's time above the mean; Drishti flags "
+            f"{pct(th.STRAGGLER_SHARE)}); the slowest and fastest ranks' bytes differ by {pct(size_imb)} "
+            f"(Drishti flags {pct(th.IMBALANCE_SIZE)})")
+    if balanced:
+        text += ("; they move about the same bytes, so the cause is not the data's distribution but contention "
+                 "(a busy node, a slow server, the file's stripes)")
+    f = Finding("rank-imbalance", [r[0].path for r in rows if is_real(r[0].path)], min(excess, ctx.T), "profile",
+                text, {"ranks": nranks, "slowest_rank": int(v(d, "POSIX_SLOWEST_RANK")), "slowest_io_time": slow,
+                       "fastest_rank": int(v(d, "POSIX_FASTEST_RANK")), "fastest_io_time": fast,
+                       "mean_io_time": mean, "max_bytes_per_rank": bslow, "min_bytes_per_rank": bfast},
+                cap="medium" if balanced else None)
+    f.gain = {"seconds": excess, "how": "if every rank spent the mean time on the shared files: the slowest "
+                                        "rank's excess over the mean, which the other ranks wait for"}
+    f.hints = (["balance the data across ranks; collective I/O spreads a shared file's data over its "
+                "aggregators whatever each rank holds"] if not balanced else []) + \
+              ["a shared file on one stripe makes every rank wait on one server: more stripes (lfs setstripe -c)"]
+    return [f]
+
+
 def rank_imbalance(ctx: Context) -> list[Finding]:
     ranks = {pid: r for pid, r in ctx.rank.items() if r >= 0}
     if len(ranks) < 2:
         return []
     if any(SHARED in l.info and l.records for l in ctx.job.logs):
-        return []       # a Darshan log reduced the shared files: their per-rank times are gone
+        return _reduced_imbalance(ctx)   # a Darshan log: the shared files' per-rank times are reduced
     t: dict[int, float] = defaultdict(float)
     b: dict[int, float] = defaultdict(float)
     where: dict[int, dict[str, float]] = defaultdict(dict)
