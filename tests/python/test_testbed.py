@@ -95,6 +95,9 @@ def _all_pids(st: dict) -> list[int]:
 def _assert_nothing_left() -> None:
     assert _mounts_at(MNT) == []
     assert not Path(f"/run/netns/{NETNS}").exists()
+    for k in (1, 2, 3):
+        assert _mounts_at(Path(f"{MNT}-node{k}")) == []
+        assert not Path(f"/run/netns/{NETNS}-n{k}").exists()
     assert _pids_with(str(STATE)) == set()
     assert _pids_with(f"(mounted on: {MNT})") == set()
 
@@ -238,6 +241,95 @@ def test_delay_makes_round_trips_slower(bed: None) -> None:
     # stat() of a missing name is one round trip to the master
     assert rtt25 > rtt0 + 40 and rtt25 > 1.5 * rtt0
     assert stat25 > stat0 + 25
+
+
+def _master_sessions() -> dict[str, tuple[str, int]]:
+    """The master's view of its clients: mount point -> (address, write-chunk requests this hour),
+    summed over the sessions of that mount point (a remounted client's old session lingers)."""
+    out = subprocess.run(
+        [*NSENTER, "mfscli", "-H", ADDR, "-SMO", "-m", "1"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    rows = [line.split("\t") for line in out.splitlines() if line.startswith("active mounts, operations:")]
+    # columns: label, address, mount point, 16 operation counts (write is the last), total
+    sessions: dict[str, tuple[str, int]] = {}
+    for r in rows:
+        sessions[r[2]] = (r[1], sessions.get(r[2], ("", 0))[1] + int(r[18]))
+    return sessions
+
+
+def test_node_clients_are_separate_clients_of_one_file_system(bed: None) -> None:
+    testbed.up(clients=2)
+    nodes = testbed.status()["nodes"]
+    n1, n2 = (Path(n["mountpoint"]) for n in nodes)
+    assert (n1, n2) == (Path(f"{MNT}-node1"), Path(f"{MNT}-node2"))
+    assert testbed.node_mounts() == [n1, n2]
+    assert _mounts_at(n1) == _mounts_at(n2) == ["fuse.mfs"]
+
+    # three client processes, each in a network namespace of its own
+    pids = [testbed.status()["client"]["pid"], *(n["pid"] for n in nodes)]
+    assert len(set(pids)) == 3 and all(_running(p) for p in pids)
+    assert len({os.readlink(f"/proc/{p}/ns/net") for p in pids}) == 3
+    # and the master sees three sessions, the nodes' from their own addresses
+    sessions = _master_sessions()
+    assert sessions[str(n1)][0] == "10.214.1.2" and sessions[str(n2)][0] == "10.214.2.2"
+    assert sessions[str(MNT)][0] == ADDR
+
+    # a file written through node 1 reads back byte-identical through node 2 and the main mount
+    data = os.urandom(5 * 1024 * 1024 + 3)
+    (n1 / "shared.bin").write_bytes(data)
+    assert (n2 / "shared.bin").read_bytes() == data
+    assert (MNT / "shared.bin").read_bytes() == data
+    # both nodes write one file, interleaved 4 KiB pieces, each through its own client
+    with open(n1 / "shared.bin", "r+b") as f1, open(n2 / "shared.bin", "r+b") as f2:
+        for i in range(64):
+            (f1 if i % 2 == 0 else f2).seek(i * 4096)
+            (f1 if i % 2 == 0 else f2).write(bytes([i]) * 4096)
+    expect = b"".join(bytes([i]) * 4096 for i in range(64)) + data[64 * 4096 :]
+    assert (MNT / "shared.bin").read_bytes() == expect
+    assert (n1 / "shared.bin").read_bytes() == expect
+
+    testbed.up()  # without clients: the node clients stay
+    assert testbed.node_mounts() == [n1, n2]
+    assert [n["pid"] for n in testbed.status()["nodes"]] == pids[1:]
+
+
+def test_write_cache_off_sends_each_write_to_the_servers(bed: None) -> None:
+    testbed.up(clients=1)
+    n1 = testbed.node_mounts()[0]
+
+    def chunk_writes_for(writes: int) -> tuple[int, int]:
+        """(write-chunk requests at the master, fsyncs at the client) for that many 4 KiB writes."""
+        master0, fsync0 = _master_sessions()[str(n1)][1], testbed.client_ops(n1)["fsync"]
+        fd = os.open(n1 / "pieces.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            for i in range(writes):
+                os.pwrite(fd, b"w" * 4096, 2 * i * 4096)
+        finally:
+            os.close(fd)
+        return _master_sessions()[str(n1)][1] - master0, testbed.client_ops(n1)["fsync"] - fsync0
+
+    # the client's write cache: 100 writes reach the master as one chunk write
+    master, fsyncs = chunk_writes_for(100)
+    assert master <= 2 and fsyncs == 0
+    assert testbed.status()["nodes"][0]["write_cache"] is True
+
+    _sluice("testbed", "up", "--clients", "1", "--write-cache", "off")
+    st = testbed.status()["nodes"]
+    assert len(st) == 1 and st[0]["write_cache"] is False
+    assert "sync" in Path("/proc/self/mounts").read_text().split(f" {n1} fuse.mfs ")[1].split()[0].split(",")
+    master, fsyncs = chunk_writes_for(100)
+    assert master >= 100 and fsyncs == 100
+    # the main mount keeps its cache
+    assert "sync" not in Path("/proc/self/mounts").read_text().split(f" {MNT} fuse.mfs ")[1].split()[0].split(",")
+
+    testbed.up(clients=0)
+    assert testbed.status()["nodes"] == [] and _mounts_at(n1) == []
+    assert not Path(f"/run/netns/{NETNS}-n1").exists()
+
+
+def test_write_cache_off_needs_clients() -> None:
+    with mock.patch("os.geteuid", return_value=0), pytest.raises(UserError, match="give their number too"):
+        testbed.up(write_cache=False)
 
 
 def test_down_purge_removes_the_data(bed: None) -> None:

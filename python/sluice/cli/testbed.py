@@ -34,11 +34,26 @@ def command() -> None:
     show_default=True,
     help="One-way delay added to every packet, in µs (25 gives a round trip of about 90 µs).",
 )
+@click.option(
+    "--clients",
+    type=click.IntRange(0, testbed.MAX_CLIENTS),
+    default=None,
+    help="Node clients: N more mounts (MOUNTPOINT-node1..N), each by a client in a network namespace of its "
+    "own, as on N nodes. Default: leave them as they are.",
+)
+@click.option(
+    "--write-cache",
+    type=click.Choice(["on", "off"]),
+    default="on",
+    show_default=True,
+    help="off: the node clients send each write to the servers before it returns (a synchronous mount).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show each step.")
-def up(mountpoint: Path | None, delay_us: int, verbose: bool) -> None:
+def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache: str, verbose: bool) -> None:
     """Start the testbed and mount it (default /mnt/sluice-pfs). Idempotent."""
     t0 = time.monotonic()
-    mnt = testbed.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None)
+    mnt = testbed.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None, clients=clients,
+                     write_cache=write_cache == "on")
     st = testbed.status()
     n = len(st["chunkservers"])
     delay = f"delay {st['delay_us']} µs one-way" if st["delay_us"] else "no delay"
@@ -46,6 +61,9 @@ def up(mountpoint: Path | None, delay_us: int, verbose: bool) -> None:
         f"testbed up at {mnt}: master pid {st['master']['pid']}, {n} chunkservers, {delay} "
         f"({time.monotonic() - t0:.1f} s)"
     )
+    for node in st["nodes"]:
+        cache = "" if node["write_cache"] else ", write cache off"
+        click.echo(f"  node {node['id']}: {node['mountpoint']} (client pid {node['pid']}, {node['address']}{cache})")
 
 
 @command.command()
@@ -87,6 +105,9 @@ def _lines(st: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("client", _proc(st["client"])),
         ("delay", f"{st['delay_us']} µs one-way per packet" if st["delay_us"] else "none"),
+        *((f"node {n['id']}", f"{n['mountpoint']} ({'mounted' if n['mounted'] else 'not mounted'}), "
+           f"client {_proc(n)}, {n['address']} in {n['netns']}" + ("" if n["write_cache"] else ", write cache off"))
+          for n in st["nodes"]),
         ("space", _space(st["space"])),
         ("state dir", st["state_dir"]),
     ]

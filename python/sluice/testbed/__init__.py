@@ -30,6 +30,12 @@ DEFAULT_NETNS = "sluice-pfs"
 DEFAULT_ADDR = "10.213.0.1"
 DEFAULT_CHUNKSERVERS = 3
 MAX_DELAY_US = 100_000
+MAX_CLIENTS = 8
+# mfsmount options of node clients with the write cache off: the mount is
+# synchronous, so the kernel follows every write with an fsync and the
+# client sends each write to its chunkserver, under a write lock on the chunk
+# taken from the master, before the write returns (docs/testbed.md)
+WRITE_CACHE_OFF_OPTS = "sync"
 MASTER_PORT = 9421
 HERE = Path(__file__).resolve().parent
 
@@ -70,7 +76,13 @@ class Settings:
 # ---------------------------------------------------------------- the API
 
 
-def up(mountpoint: str | os.PathLike[str] | None = None, delay_us: int = 0, echo: Echo | None = None) -> Path:
+def up(
+    mountpoint: str | os.PathLike[str] | None = None,
+    delay_us: int = 0,
+    echo: Echo | None = None,
+    clients: int | None = None,
+    write_cache: bool = True,
+) -> Path:
     """Start the testbed (or leave it running) and return its mount point.
 
     Without ``mountpoint`` a running testbed keeps its mount point; a stopped
@@ -78,14 +90,33 @@ def up(mountpoint: str | os.PathLike[str] | None = None, delay_us: int = 0, echo
     ``delay_us`` is the one-way delay added to every packet (0 = none); a
     running testbed is switched to it without a restart. ``echo`` receives the
     progress lines.
+
+    ``clients``: that many node clients, each an extra mount at
+    ``MOUNTPOINT-nodeK`` by a client in a network namespace of its own (a
+    simulated node); None leaves the node clients as they are.
+    ``write_cache=False`` mounts the node clients synchronously, so that each
+    write reaches the servers before it returns.
     """
     _require_root("up")
     if not isinstance(delay_us, int) or not 0 <= delay_us <= MAX_DELAY_US:
         raise UserError(f"the delay must be 0 to {MAX_DELAY_US} microseconds, not {delay_us!r}")
+    if clients is not None and (not isinstance(clients, int) or not 0 <= clients <= MAX_CLIENTS):
+        raise UserError(f"the number of node clients must be 0 to {MAX_CLIENTS}, not {clients!r}")
+    if clients is None and not write_cache:
+        raise UserError("the write cache setting is for node clients: give their number too (--clients N)")
     s = Settings.from_env()
     mnt = _resolve_mountpoint(s, mountpoint)
-    _run_script("start.sh", [str(mnt)], {"SLUICE_TESTBED_DELAY_US": str(delay_us)}, echo)
+    env = {"SLUICE_TESTBED_DELAY_US": str(delay_us)}
+    if clients is not None:
+        env["SLUICE_TESTBED_CLIENTS"] = str(clients)
+        env["SLUICE_TESTBED_CLIENT_OPTS"] = "" if write_cache else WRITE_CACHE_OFF_OPTS
+    _run_script("start.sh", [str(mnt)], env, echo)
     return mnt
+
+
+def node_mounts() -> list[Path]:
+    """The node clients' mount points that are mounted now, node 1 first."""
+    return [Path(n["mountpoint"]) for n in status()["nodes"] if n["mounted"] and n["alive"]]
 
 
 def down(purge: bool = False, echo: Echo | None = None) -> None:
@@ -131,7 +162,35 @@ def status() -> dict[str, Any]:
         "delay_helper": helper,
         "space": _space(mnt) if mounted and client["alive"] else None,
         "state_dir": str(s.state_dir),
+        "nodes": _nodes(s),
     }
+
+
+def _nodes(s: Settings) -> list[dict[str, Any]]:
+    """The node clients start.sh recorded: mount point, client, namespace, options."""
+    nodes = []
+    for f in sorted(s.run_dir.glob("node*.mountpoint"), key=lambda f: _read_int_text(f.name[4:-11])):
+        k = _read_int_text(f.name[4:-11])
+        mnt = Path(f.read_text().strip())
+        try:
+            opts = (s.run_dir / f"node{k}.opts").read_text().strip()
+        except OSError:
+            opts = ""
+        extra = opts.split(",")[3:]
+        nodes.append({
+            "id": k,
+            "mountpoint": str(mnt),
+            "mounted": _mount_fstype(mnt) == "fuse.mfs",
+            "netns": f"{s.netns}-n{k}",
+            "address": f"10.214.{k}.2",
+            **_proc_info(s.run_dir / f"mfsmount-node{k}.pid", _mount_patterns(mnt)),
+            "write_cache": WRITE_CACHE_OFF_OPTS not in extra,
+        })
+    return nodes
+
+
+def _read_int_text(text: str) -> int:
+    return int(text) if text.isdigit() else 0
 
 
 # ---------------------------------------------------------------- running the scripts

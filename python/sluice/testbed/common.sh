@@ -11,6 +11,12 @@
 #                                (default 0 = off)
 #   SLUICE_TESTBED_DELAY_RTPRIO  SCHED_FIFO priority of the delay helper, 0 = normal (default 10)
 #   SLUICE_TESTBED_MOUNT_OPTS    extra mfsmount -o options, comma separated (default none)
+#   SLUICE_TESTBED_CLIENTS       node clients, 0..8: extra mfsmount clients, each in a
+#                                network namespace of its own (a simulated node) with a
+#                                veth link to the servers, mounted at MOUNTPOINT-nodeK
+#                                (default unset: node clients are left as they are)
+#   SLUICE_TESTBED_CLIENT_OPTS   extra mfsmount -o options of the node clients only
+#                                (default none)
 #   SLUICE_TESTBED_NO_INSTALL=1  never call apt-get
 # (The mount point is start.sh's argument; SLUICE_TESTBED_MOUNTPOINT is read by
 # the Python side only.)
@@ -23,10 +29,15 @@ GOAL=${SLUICE_TESTBED_GOAL:-1}
 DELAY_US=${SLUICE_TESTBED_DELAY_US:-0}
 RTPRIO=${SLUICE_TESTBED_DELAY_RTPRIO:-10}
 MOPTS=${SLUICE_TESTBED_MOUNT_OPTS:-}
+CLIENTS=${SLUICE_TESTBED_CLIENTS:-}
+COPTS=${SLUICE_TESTBED_CLIENT_OPTS:-}
 NSFILE=/run/netns/$NS
 EXEC=(nsenter "--net=$NSFILE")
-# the delay rule, inside the namespace only
-NFQ_RULE=(OUTPUT -o lo -j NFQUEUE --queue-num 0 --queue-bypass)
+# the delay rules, inside the namespace only: every packet between the
+# daemons and the main client (lo), and every packet to or from a node
+# client (veth nodeK), passes one of them once
+NFQ_RULES=("OUTPUT -o lo" "OUTPUT -o node+" "INPUT -i node+")
+NFQ_TARGET=(-j NFQUEUE --queue-num 0 --queue-bypass)
 
 log() { echo "[sluice testbed] $*" >&2; }
 die() { echo "[sluice testbed] ERROR: $*" >&2; exit 1; }
@@ -121,5 +132,54 @@ is_mounted() { grep -qF " $1 fuse.mfs " /proc/self/mounts; }
 has_netns() { [ -e "$NSFILE" ]; }
 nfq_rule_del() {
     has_netns && command -v iptables > /dev/null 2>&1 || return 0
-    while "${EXEC[@]}" iptables -D "${NFQ_RULE[@]}" 2> /dev/null; do :; done
+    local r
+    for r in "${NFQ_RULES[@]}"; do
+        # shellcheck disable=SC2086  # a rule is words
+        while "${EXEC[@]}" iptables -D $r "${NFQ_TARGET[@]}" 2> /dev/null; do :; done
+    done
+}
+
+# ---------------------------------------------------------------- node clients
+# Node K (1..8): network namespace $NS-nK, veth 'pfs' (10.214.K.2) there and
+# 'nodeK' (10.214.K.1) in the servers' namespace, a route to $ADDR through it;
+# its client's PID file is $RUN/mfsmount-nodeK.pid, its mount point is
+# recorded in $RUN/nodeK.mountpoint, its options in $RUN/nodeK.opts.
+node_ns() { echo "$NS-n$1"; }
+node_addr() { echo "10.214.$1.$2"; }
+# node_numbers: the nodes that have any state (PID file, mount point, namespace)
+node_numbers() {
+    local f k
+    for f in "$RUN"/node*.mountpoint "$RUN"/node*.netns; do
+        [ -e "$f" ] || continue
+        k=${f##*/node}
+        echo "${k%%.*}"
+    done | sort -un
+}
+node_client_alive() {   # node_client_alive K MOUNTPOINT
+    local pats
+    mapfile -t pats < <(mount_pats "$2")
+    alive "$RUN/mfsmount-node$1.pid" "${pats[@]}"
+}
+# node_down K: unmount node K, stop its client, delete its namespace
+node_down() {
+    local k=$1 mnt pats pid
+    mnt=$(cat "$RUN/node$k.mountpoint" 2> /dev/null || true)
+    if [ -n "$mnt" ]; then
+        if is_mounted "$mnt"; then
+            umount "$mnt" 2> /dev/null || { log "umount $mnt failed (busy?): lazy unmount"; umount -l "$mnt" 2> /dev/null || true; }
+            log "unmounted $mnt"
+        fi
+        mapfile -t pats < <(mount_pats "$mnt")
+        if pid=$(term_pidfile "$RUN/mfsmount-node$k.pid" "${pats[@]}"); then
+            wait_gone "$pid" "$RUN/mfsmount-node$k.pid" "node $k client" 30
+        fi
+    fi
+    rm -f "$RUN/mfsmount-node$k.pid" "$RUN/node$k.mountpoint" "$RUN/node$k.opts"
+    if [ -s "$RUN/node$k.netns" ]; then
+        local ns
+        ns=$(< "$RUN/node$k.netns")
+        # deleting the namespace deletes the veth pair
+        [ -e "/run/netns/$ns" ] && ip netns del "$ns" && log "deleted network namespace $ns"
+        rm -f "$RUN/node$k.netns"
+    fi
 }

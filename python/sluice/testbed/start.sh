@@ -27,6 +27,8 @@ case $NCS in [1-9]) ;; *) die "SLUICE_TESTBED_CHUNKSERVERS must be 1..9" ;; esac
 case $GOAL in [1-9]) ;; *) die "SLUICE_TESTBED_GOAL must be 1..9" ;; esac
 case $DELAY_US in '' | *[!0-9]*) die "the delay must be a whole number of microseconds" ;; esac
 case $RTPRIO in '' | *[!0-9]*) die "SLUICE_TESTBED_DELAY_RTPRIO must be 0..99" ;; esac
+case $CLIENTS in '' | [0-8]) ;; *) die "the number of node clients must be 0..8" ;; esac
+case $COPTS in *[[:space:]]*) die "SLUICE_TESTBED_CLIENT_OPTS must not contain white space" ;; esac
 
 # ---------------------------------------------------------------- packages
 need=()
@@ -72,10 +74,12 @@ all_ready() { [ "$(ready_chunkservers)" -ge "$NCS" ]; }
 has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
 # spawn PIDFILE LOGFILE COMMAND...: start COMMAND inside the namespace, in a
 # session of its own, without the lock's file descriptor
-spawn() {
-    local pidfile=$1 logfile=$2
-    shift 2
-    setsid "${EXEC[@]}" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
+spawn() { spawn_in "$NSFILE" "$@"; }
+# spawn_in NETNSFILE PIDFILE LOGFILE COMMAND...: the same in another namespace
+spawn_in() {
+    local nsfile=$1 pidfile=$2 logfile=$3
+    shift 3
+    setsid nsenter "--net=$nsfile" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
     echo $! > "$pidfile"
 }
 
@@ -156,8 +160,11 @@ if [ "$DELAY_US" -gt 0 ]; then
         echo "$DELAY_US" > "$RUN/delay_us"
         log "started the delay helper (pid $(< "$RUN/nfq-delay.pid"))"
     fi
-    "${EXEC[@]}" iptables -C "${NFQ_RULE[@]}" 2> /dev/null || "${EXEC[@]}" iptables -A "${NFQ_RULE[@]}"
-    log "delay: $DELAY_US us one-way on every packet in namespace $NS"
+    for r in "${NFQ_RULES[@]}"; do
+        # shellcheck disable=SC2086  # a rule is words
+        "${EXEC[@]}" iptables -C $r "${NFQ_TARGET[@]}" 2> /dev/null || "${EXEC[@]}" iptables -A $r "${NFQ_TARGET[@]}"
+    done
+    log "delay: $DELAY_US us one-way on every packet in namespace $NS (and on its links to node clients)"
 else
     nfq_rule_del
 fi
@@ -211,4 +218,61 @@ else
 fi
 wait_for 30 "the space of $MNT" has_space "$MNT"
 echo "$MNT" > "$RUN/mountpoint"
+
+# ---------------------------------------------------------------- node clients (optional)
+# One more client per simulated node, each in a network namespace of its
+# own, reaching the servers over a veth link (the delay applies to it too).
+# A node client whose options changed is mounted again; nodes beyond
+# $CLIENTS are taken down; with $CLIENTS unset nothing changes.
+node_up() {   # node_up K
+    local k=$1 ns mnt nsfile opts
+    ns=$(node_ns "$k") mnt=$MNT-node$k nsfile=/run/netns/$(node_ns "$k")
+    opts="mfsmaster=$ADDR,mfsport=9421,subtype=mfs${COPTS:+,$COPTS}"
+    if [ -s "$RUN/node$k.mountpoint" ] && node_client_alive "$k" "$(< "$RUN/node$k.mountpoint")"; then
+        if [ "$(< "$RUN/node$k.mountpoint")" = "$mnt" ] && [ "$(cat "$RUN/node$k.opts" 2> /dev/null)" = "$opts" ] &&
+            is_mounted "$mnt"; then
+            log "node $k already mounted at $mnt"
+            return 0
+        fi
+        log "node $k: mounted with other options or elsewhere: mounting it again"
+    fi
+    node_down "$k"
+    if [ ! -e "$nsfile" ]; then
+        ip netns add "$ns"
+        log "created network namespace $ns"
+    fi
+    echo "$ns" > "$RUN/node$k.netns"
+    ip -n "$ns" link set lo up
+    if ! ip -n "$ns" link show pfs > /dev/null 2>&1; then
+        ip -n "$NS" link del "node$k" 2> /dev/null || true
+        ip -n "$ns" link add pfs type veth peer name "node$k" netns "$NS"
+    fi
+    ip -n "$ns" addr replace "$(node_addr "$k" 2)/30" dev pfs
+    ip -n "$NS" addr replace "$(node_addr "$k" 1)/30" dev "node$k"
+    ip -n "$ns" link set pfs up
+    ip -n "$NS" link set "node$k" up
+    ip -n "$ns" route replace "$ADDR/32" via "$(node_addr "$k" 1)" dev pfs
+    if is_mounted "$mnt"; then
+        log "stale FUSE mount at $mnt: detaching it"
+        umount -l "$mnt" 2> /dev/null || true
+    fi
+    mkdir -p "$mnt"
+    mountpoint -q "$mnt" && die "$mnt is a mount point already, and not ours"
+    echo "$mnt" > "$RUN/node$k.mountpoint"
+    echo "$opts" > "$RUN/node$k.opts"
+    spawn_in "$nsfile" "$RUN/mfsmount-node$k.pid" "$STATE/log/mfsmount-node$k.log" mfsmount -f "$mnt" -o "$opts"
+    node_settled() { is_mounted "$mnt" || ! node_client_alive "$k" "$mnt"; }
+    wait_for 30 "the mount at $mnt" node_settled
+    is_mounted "$mnt" || die "mfsmount of node $k exited, see $STATE/log/mfsmount-node$k.log"
+    wait_for 30 "the space of $mnt" has_space "$mnt"
+    log "node $k: client pid $(< "$RUN/mfsmount-node$k.pid") in namespace $ns ($(node_addr "$k" 2)), mounted at $mnt"
+}
+if [ -n "$CLIENTS" ]; then
+    for k in $(node_numbers); do
+        [ "$k" -le "$CLIENTS" ] || node_down "$k"
+    done
+    for k in $(seq 1 "$CLIENTS"); do
+        node_up "$k"
+    done
+fi
 log "up: master $ADDR:9421 in namespace $NS, $NCS chunkservers, mounted at $MNT"

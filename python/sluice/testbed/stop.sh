@@ -30,6 +30,11 @@ if [ -d "$RUN" ]; then
         log "unmounted $MNT"
     fi
 
+    # node clients: unmount, stop, delete their namespaces
+    for k in $(node_numbers); do
+        node_down "$k"
+    done
+
     # 2. client, chunkservers, master, delay helper: SIGTERM all at once, then
     #    wait for each (the master writes its metadata to disk on SIGTERM)
     names=() pids=()
