@@ -59,11 +59,9 @@ NOT_RANKS = "the export numbers a non-MPI job's processes as ranks; sluice compa
 
 # log: (Drishti's problems, sluice's findings, Drishti's problems sluice leaves out: why)
 EXAMPLE_LOGS = {
-    "example.darshan": ({"P08", "P10"}, {"large-shared-file"},
-                        {"P08": "POSIX_FILE_NOT_ALIGNED is not read yet", "P10": INVERTED_TRAFFIC}),
-    "ior_hdf5_example.darshan": ({"P08", "P10", "P19"}, {"nothing-to-gain"},
-                                 {"P08": "POSIX_FILE_NOT_ALIGNED is not read yet", "P10": INVERTED_TRAFFIC,
-                                  "P19": REDUCED_RANKS}),
+    "example.darshan": ({"P08", "P10"}, {"large-shared-file", "misaligned"}, {"P10": INVERTED_TRAFFIC}),
+    "ior_hdf5_example.darshan": ({"P08", "P10", "P19"}, {"misaligned"},
+                                 {"P10": INVERTED_TRAFFIC, "P19": REDUCED_RANKS}),
     "noposix.darshan": ({"S01"}, {"stdio-heavy", "large-shared-file"}, {}),
     "sample-badost.darshan": (set(), {"file-per-process", "redundant-reads"}, {}),
     "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan": (
@@ -132,7 +130,7 @@ EXPORTED = {
     "small-writes": ({"P06"}, {}),
     "random-reads": ({"P05", "P09", "P11"}, {"P09": INVERTED_TRAFFIC}),
     "stdio": ({"S01"}, {}),
-    "misaligned": (set(), {}),
+    "misaligned": ({"P08"}, {}),
     "strided-shared": ({"P06", "P21"}, {"P21": NOT_RANKS}),
     "amr-ckpt": ({"P06", "P16", "M03"}, {}),
     "small-files": (set(), {}),
