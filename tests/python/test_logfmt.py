@@ -717,3 +717,104 @@ def test_compressed_regions_refused(tmp_path: Path) -> None:
     p = tmp_path / "unknown-inside.sluice"
     p.write_bytes(build([(5, v, deflated(42, b)) if t == 3 else (t, v, b) for t, v, b in regions], major=2))
     assert "has no name" in assert_py_refuses(p) and "has no name" in assert_c_refuses(p)
+
+
+ACCESS_PATTERN = {   # tests/progs/access_pattern.c, app and fs side alike (profile mode)
+    "POSIX_WRITES": 19, "POSIX_READS": 2, "POSIX_MEM_NOT_ALIGNED": 6, "POSIX_MEM_ALIGNMENT": 8,
+    "POSIX_ACCESS1_ACCESS": 1000, "POSIX_ACCESS1_COUNT": 12, "POSIX_ACCESS2_ACCESS": 300, "POSIX_ACCESS2_COUNT": 6,
+    "POSIX_ACCESS3_ACCESS": 4096, "POSIX_ACCESS3_COUNT": 3, "POSIX_ACCESS4_ACCESS": 0, "POSIX_ACCESS4_COUNT": 0,
+    "POSIX_STRIDE1_STRIDE": 500, "POSIX_STRIDE1_COUNT": 10, "POSIX_STRIDE2_STRIDE": 100, "POSIX_STRIDE2_COUNT": 5,
+    "POSIX_STRIDE3_STRIDE": 17700, "POSIX_STRIDE3_COUNT": 1, "POSIX_STRIDE4_STRIDE": 5500, "POSIX_STRIDE4_COUNT": 1,
+}
+
+
+def _not_aligned(block: int) -> int:
+    """access_pattern's accesses whose offset is not a multiple of the block size."""
+    offs = [i * 1500 for i in range(10)] + [20000 + i * 400 for i in range(6)] + \
+        [40000 + i * 4096 for i in range(3)] + [0, 1500]
+    return sum(1 for o in offs if o % block)
+
+
+def test_access_pattern_counters_in_the_log_the_report_and_the_darshan_export(tmp_path: Path) -> None:
+    from conftest import bin_path, sluice
+
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sluice("run", "--log-dir", str(logs), "--path", str(work), "--", bin_path("access_pattern"), str(work))
+    (log,) = [read_log(p) for p in logs.glob("*.sluice")]
+    (rec,) = [r for r in log.records if r.path == str(work / "pattern.bin")]
+    block = os.statvfs(work).f_bsize
+    for side in (rec.app, rec.fs):
+        assert {k: side[k] for k in ACCESS_PATTERN} == ACCESS_PATTERN
+        assert side["POSIX_FILE_ALIGNMENT"] == block and side["POSIX_FILE_NOT_ALIGNED"] == _not_aligned(block)
+        assert side["POSIX_MAX_WRITE_TIME_SIZE"] in (1000, 300, 4096) and side["POSIX_MAX_READ_TIME_SIZE"] == 1000
+        assert side["POSIX_F_MAX_WRITE_TIME"] > 0 and side["POSIX_F_MAX_WRITE_TIME"] <= side["POSIX_F_WRITE_TIME"]
+    # the log names the mount the file is under, with its type
+    mounts = [line.split("\t") for line in log.info["mounts"].splitlines()]
+    point = max((p for _, p in mounts if str(work).startswith(p.rstrip("/") + "/")), key=len)
+    with open("/proc/self/mountinfo") as f:
+        types = {line.split()[4]: line.split(" - ")[1].split()[0] for line in f}
+    assert dict((p, t) for t, p in mounts)[point] == types[point]
+    # the report: the pattern table and the mounts in the JSON
+    text = sluice("report", "--top", "3", str(logs)).stdout
+    assert "1,000 x 12, 300 x 6, 4,096 x 3" in " ".join(text.split()) or "1,000 x 12" in text
+    j = json.loads(sluice("report", "--json", str(logs)).stdout)
+    assert {"point": point, "type": types[point], "files": 1} in j["mounts"]
+    # the Darshan export, read by PyDarshan: the same counters and the mount in its table
+    darshan = pytest.importorskip("darshan")
+    out = tmp_path / "out"
+    sluice("export", "--darshan", "-o", str(out), str(logs))
+    (app,) = [p for p in out.glob("*.darshan") if not p.name.endswith(".fs.darshan")]
+    rep = darshan.DarshanReport(str(app), read_all=True)
+    df = rep.records["POSIX"].to_df()["counters"]
+    (row,) = df[df["id"] == rep.records["POSIX"][0]["id"]].to_dict("records") if len(df) == 1 else [
+        r for r in df.to_dict("records") if rep.name_records[r["id"]] == str(work / "pattern.bin")]
+    assert {k: row[k] for k in ACCESS_PATTERN} == ACCESS_PATTERN
+    assert row["POSIX_FILE_NOT_ALIGNED"] == _not_aligned(block) and row["POSIX_FILE_ALIGNMENT"] == block
+    assert (point, types[point]) in [(str(m[0]), str(m[1])) for m in rep.mounts]
+
+
+def test_common_values_and_slowest_sizes_merge_as_darshan_reduces() -> None:
+    """Records of one file in several processes: the report's array merge
+    equals the dict merge, which keeps the four most frequent values of the
+    lists (counts of a value added; ties to the larger value) and the size
+    of the slowest call."""
+    import numpy as np
+
+    from sluice.logfmt import Module, RecordBlock, Records
+    from sluice.report.model import merge, merge_counters, top_four
+
+    assert top_four([(500, 3), (100, 5), (500, 4), (0, 9), (7, 1)]) == [(500, 7), (100, 5), (7, 1), (0, 0)]
+    assert top_four([(9, 2), (8, 2), (10, 2), (11, 2), (12, 1)]) == [(11, 2), (10, 2), (9, 2), (8, 2)]
+    ints = [f"POSIX_ACCESS{i}_ACCESS" for i in range(1, 5)] + [f"POSIX_ACCESS{i}_COUNT" for i in range(1, 5)] + \
+        ["POSIX_WRITES", "POSIX_MAX_WRITE_TIME_SIZE", "POSIX_FILE_ALIGNMENT"]
+    mod = Module(1, 1, "POSIX", ints, ["POSIX_F_MAX_WRITE_TIME", "POSIX_F_WRITE_TIME"])
+    rng = random.Random(14)
+
+    def counters() -> list[int]:
+        vals = rng.sample([64, 100, 512, 4096, 65536, 7], 4)
+        cnts = sorted((rng.randrange(0, 4) for _ in range(4)), reverse=True)
+        vals = [v if c else 0 for v, c in zip(vals, cnts)]
+        return vals + cnts + [sum(cnts), rng.choice(vals) or 1, 4096]
+
+    paths = ["/d/a", "/d/b", "/d/c"]
+    for as_arrays in (True, False):
+        logs, ref = [], {}
+        for n in range(7):
+            recs = [(rng.choice(paths), counters(), [rng.choice([0.5, 0.25, 1.0, 2.0]), 3.0]) for _ in range(4)]
+            k = len(recs)
+            iv = np.array([[c, c] for _, c, _ in recs], dtype=np.int64).reshape(k, 2, len(ints))
+            fv = np.array([[f, f] for _, _, f in recs], dtype=np.float64).reshape(k, 2, 2)
+            b = RecordBlock(mod, np.arange(k, dtype=np.uint64), np.zeros(k, dtype=np.uint32), iv, fv,
+                            [p for p, _, _ in recs])
+            log = Log(Path(f"/logs/{n}.sluice"), (2, 0), 0, 100 + n, 1, -1, -1, 10**18 + n, 10**18 + 10**9, "exit",
+                      {"job_id": "j", "host": "h"}, {1: mod})
+            log.records = Records([b]) if as_arrays else b.records()
+            logs.append(log)
+            for r in b.records():
+                merge_counters(ref.setdefault(r.path, {}), r.app)
+        job = merge("j", logs)
+        for f in job.files:
+            assert dict(f.app) == ref[f.path], f.path
+            assert f.app["POSIX_FILE_ALIGNMENT"] == 4096
+            assert sum(f.app[f"POSIX_ACCESS{i}_COUNT"] for i in range(1, 5)) <= f.app["POSIX_WRITES"]

@@ -25,6 +25,7 @@ from sluice.darshan.recid import record_id
 from sluice.darshan.writer import DarshanJob, ModuleData, write
 from sluice.logfmt import Log
 from sluice.report.model import SIDES, merge_counters
+from sluice.report.pattern import log_mounts, mount_of
 
 OTHER_FILES = "<other files>"
 
@@ -163,8 +164,17 @@ def modules_of(job: RankedJob, records: list[RankRecord], side: str, per_rank: b
 
 
 def _mounts(logs: list[Log], paths: set[str]) -> list[tuple[str, str]]:
-    """The mount points of the recorded files, with their types, when this
-    host is the one the job ran on (a log does not carry its mount table)."""
+    """The mount points of the recorded files, with their types: as the logs
+    name them, and for logs that do not (older ones), from this host's
+    /proc/self/mounts when it is the one the job ran on."""
+    named = log_mounts(logs)
+    if named:
+        used = {"/": dict(named).get("/", "unknown")}
+        for p in paths:
+            m = mount_of(p, named)
+            if m:
+                used[m[0]] = m[1]
+        return sorted(used.items())
     hosts = {l.info.get("host") for l in logs}
     if hosts != {socket.gethostname()}:
         return [("/", "unknown")]

@@ -32,6 +32,7 @@ from sluice.report.model import DARSHAN_LOG, SHARED
 
 SUPPORTED = {"3.00", "3.10", "3.20", "3.21", "3.41"}
 _MOD_IDS = {"POSIX": L.POSIX, "MPI-IO": L.MPIIO, "STDIO": L.STDIO}
+_MOUNTS = "sluice_mounts"     # the job dict's key for the log's mount table
 
 
 def looks_like_darshan(path: Path) -> bool:
@@ -163,7 +164,8 @@ def _records(path: Path) -> tuple[dict, str, dict[str, list[tuple[int, str, dict
                     c.update(zip(L.FLOAT_NAMES[mid], (float(x) for x in rec["fcounters"])))
                     recs.append((int(rec["rank"]), rep.name_records.get(rec["id"], f"<record {rec['id']:#x}>"), c))
                 out[mod] = recs
-            job, exe = rep.metadata["job"], rep.metadata.get("exe", "")
+            job, exe = dict(rep.metadata["job"]), rep.metadata.get("exe", "")
+            job[_MOUNTS] = [(str(m[0]), str(m[1])) for m in getattr(rep, "mounts", []) or []]
         except Exception as e:        # the library's failures surface as assorted exceptions
             raise LogFormatError(f"PyDarshan cannot read it: {_first_line(tmp)} ({type(e).__name__})") from None
     return job, exe, out
@@ -202,7 +204,9 @@ def _as_logs(p: Path, job: dict, exe: str, recs, fs_recs) -> list[Log]:
     end = start + max(0, int(round(float(job.get("run_time", 0)) * 1e9)))
     info = {"job_id": md.get("sluice_job_id", str(job.get("jobid", ""))), "host": md.get("sluice_host", "?"),
             "exe": exe.split(" ", 1)[0], "cmdline": exe, "mode": md.get("sluice_mode", "darshan"),
-            "version": f"darshan {job.get('log_ver', '?')}", DARSHAN_LOG: str(p)}
+            "version": f"darshan {job.get('log_ver', '?')}", DARSHAN_LOG: str(p),
+            # the mount table, as a sluice log names it (report/pattern.py)
+            "mounts": "".join(f"{t}\t{m}\n" for m, t in job.get(_MOUNTS, []) if m.startswith("/"))}
     modules = {}
     for mod, mid in _MOD_IDS.items():
         ints, floats = sluice_names(mid)

@@ -168,7 +168,14 @@ class Job:
             "logs": list(dict.fromkeys(str(l.path) for l in self.logs)),
             "app": self.app,
             "fs": self.fs,
+            "mounts": self.mounts(),
         }
+
+    def mounts(self) -> list[dict]:
+        """The mounts the logs name, with how many recorded files each holds."""
+        from sluice.report.pattern import log_mounts, mount_rows
+
+        return mount_rows(self.files, log_mounts(self.logs))
 
     def to_json(self) -> dict:
         return {**self._head(),

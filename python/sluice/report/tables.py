@@ -97,12 +97,23 @@ def _cv_many(rows_v: np.ndarray, rows_c: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _special_reduce(out: tuple[np.ndarray, np.ndarray], start: tuple[np.ndarray, np.ndarray],
                     present: tuple[np.ndarray, np.ndarray], vals: tuple[np.ndarray, np.ndarray],
-                    sp: Special) -> None:
+                    sp: Special, one_by_one: bool) -> None:
     """The grouped counters of _reduce's result `out` (ints, floats), from the
-    values before (`start`, where `present`) and every record's (`vals`)."""
+    values before (`start`, where `present`) and every record's (`vals`).
+    Common values: `one_by_one`, merged a record at a time (a file's row, as
+    the dict merge does); else the four most frequent of all the lists at
+    once (the job's totals: no order to depend on)."""
     for vi, ci in sp.groups:
         vi_, ci_ = list(vi), list(ci)
         had = bool(present[0][vi_].all())
+        if one_by_one:
+            cur = start[0][None, :] if had else vals[0][:1]
+            for k in range(0 if had else 1, len(vals[0])):
+                tv, tc = _cv_pairwise(cur, vals[0][k:k + 1], vi, ci)
+                cur = cur.copy()
+                cur[:, vi_], cur[:, ci_] = tv, tc
+            out[0][vi_], out[0][ci_] = cur[0, vi_], cur[0, ci_]
+            continue
         rows_v = np.vstack([start[0][vi_][None, :]] * had + [vals[0][:, vi_]])
         rows_c = np.vstack([start[0][ci_][None, :]] * had + [vals[0][:, ci_]])
         out[0][vi_], out[0][ci_] = _cv_many(rows_v, rows_c)
@@ -451,7 +462,7 @@ class Table:
         had = tuple(in_total[f][tc[f]] for f in (0, 1))
         res = tuple(_reduce(before[f], had[f], tv[f], trules[f][tc[f]]) for f in (0, 1))
         if sp.groups or sp.pairs:
-            _special_reduce(res, before, had, tv, sp)
+            _special_reduce(res, before, had, tv, sp, one_by_one=False)
         for f in (0, 1):
             total[f][tc[f]] = res[f]
             in_total[f][tc[f]] = True
@@ -468,7 +479,7 @@ class Table:
                 v = (vals[0][sel], vals[1][sel])
                 res = tuple(_reduce(before[f], had[f], v[f], rules[f][c[f]]) for f in (0, 1))
                 if sp.groups or sp.pairs:
-                    _special_reduce(res, before, had, v, sp)
+                    _special_reduce(res, before, had, v, sp, one_by_one=True)
                 for f in (0, 1):
                     mats[f][row, c[f]] = res[f]
                 self.sig[row] = self._step(u, lid)

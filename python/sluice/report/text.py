@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sluice.report.model import Job
+from sluice.report.pattern import counts_text, log_mounts, pattern_rows
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
 BUCKET_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"]
@@ -104,6 +105,7 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
             ft.add_row(f.path, human_bytes(f.bytes()), f"{f.ops():,}", str(len(f.processes)))
         con.print(ft)
     con.print(f"{len(job.files)} files recorded.")
+    _pattern_table(con, job, top)
     staged = [f for f in job.files if f.app.get("POSIX_STAGED_OPENS", 0)]
     if staged:
         opens = sum(int(f.app.get("POSIX_STAGED_OPENS", 0)) for f in staged)
@@ -112,6 +114,27 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
                   f"({opens:,} open{'s' if opens != 1 else ''} served by the tier); {max(0, others):,} other opened "
                   f"file{'s' if others != 1 else ''} went to the tier below (auto: buffer)", soft_wrap=True)
     return buf.getvalue()
+
+
+def _pattern_table(con: Console, job: Job, top: int) -> None:
+    """Access pattern of the files with the most POSIX reads and writes."""
+    rows = pattern_rows(job.files, log_mounts(job.logs), top)
+    if not rows:
+        return
+    t = Table(title=f"Access pattern of the top {top} files by reads and writes (app side; most common first)",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    t.add_column("file", overflow="fold")
+    t.add_column("sizes (bytes x calls)", overflow="fold")
+    t.add_column("strides (bytes x calls)", overflow="fold")
+    t.add_column("unaligned file / memory", justify="right")
+    t.add_column("file system", overflow="fold")
+    for r in rows:
+        align = f"{r['file_not_aligned']:,} / {r['mem_not_aligned']:,}"
+        fs = f"{r['fs_type']} {r['mount']}" if r["mount"] else "?"
+        if r["file_alignment"]:
+            fs += f" ({r['file_alignment']:,} B blocks)"
+        t.add_row(r["path"], counts_text(r["sizes"]), counts_text(r["strides"]), align, fs)
+    con.print(t)
 
 
 MPIIO_ROWS = [

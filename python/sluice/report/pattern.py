@@ -1,0 +1,82 @@
+"""Access patterns and file systems per file: the four most common access
+sizes and strides, unaligned accesses, and the mount each file is under.
+
+A sluice log names the mounts its recorded files are under (process key
+"mounts": a line "TYPE\\tPOINT" each, from /proc/self/mountinfo); a file's
+mount is the longest mount point its path lies under, as Darshan matches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from sluice.logfmt import Log
+
+
+def log_mounts(logs: Iterable[Log]) -> list[tuple[str, str]]:
+    """(mount point, file-system type) of every mount the logs name, in the
+    order first named; empty when no log names any (older logs)."""
+    seen: dict[str, str] = {}
+    for l in logs:
+        for line in l.info.get("mounts", "").splitlines():
+            fstype, sep, point = line.partition("\t")
+            if sep and point.startswith("/"):
+                seen.pop(point, None)        # mounted again over it: the later one holds the files
+                seen[point] = fstype
+    return list(seen.items())
+
+
+def mount_of(path: str, mounts: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The mount holding `path`: the longest mount point it is under (of
+    equal ones, the later)."""
+    best = None
+    for point, fstype in mounts:
+        under = path == point or point == "/" or path.startswith(point.rstrip("/") + "/")
+        if under and (best is None or len(point) >= len(best[0])):
+            best = (point, fstype)
+    return best
+
+
+def common_values(c: Mapping[str, float], prefix: str, what: str) -> list[tuple[int, int]]:
+    """(value, count) of the listed most common values: what is ACCESS or STRIDE."""
+    out = []
+    for i in range(1, 5):
+        v, n = int(c.get(f"{prefix}_{what}{i}_{what}", 0)), int(c.get(f"{prefix}_{what}{i}_COUNT", 0))
+        if v > 0 and n > 0:
+            out.append((v, n))
+    return out
+
+
+def pattern_rows(files: list, mounts: list[tuple[str, str]], top: int) -> list[dict]:
+    """The `top` files with the most POSIX reads and writes (app side): their
+    common access sizes and strides, unaligned accesses and file system."""
+    def accesses(f) -> int:
+        return int(f.app.get("POSIX_READS", 0) + f.app.get("POSIX_WRITES", 0))
+
+    chosen = sorted((f for f in files if accesses(f) > 0), key=lambda f: (-accesses(f), f.path))[:top]
+    rows = []
+    for f in chosen:
+        m = mount_of(f.path, mounts)
+        rows.append({"path": f.path, "accesses": accesses(f),
+                     "sizes": common_values(f.app, "POSIX", "ACCESS"),
+                     "strides": common_values(f.app, "POSIX", "STRIDE"),
+                     "file_not_aligned": int(f.app.get("POSIX_FILE_NOT_ALIGNED", 0)),
+                     "file_alignment": int(f.app.get("POSIX_FILE_ALIGNMENT", 0)),
+                     "mem_not_aligned": int(f.app.get("POSIX_MEM_NOT_ALIGNED", 0)),
+                     "mount": m[0] if m else "", "fs_type": m[1] if m else ""})
+    return rows
+
+
+def mount_rows(files: list, mounts: list[tuple[str, str]]) -> list[dict]:
+    """Per mount the logs name: its point, type and how many recorded files it holds."""
+    count: dict[str, int] = {}
+    for f in files:
+        m = mount_of(f.path, mounts)
+        if m:
+            count[m[0]] = count.get(m[0], 0) + 1
+    return [{"point": p, "type": t, "files": count.get(p, 0)} for p, t in mounts]
+
+
+def counts_text(pairs: list[tuple[int, int]]) -> str:
+    """'4096 x 12, 512 x 3'; '-' when none."""
+    return ", ".join(f"{v:,} x {n:,}" for v, n in pairs) or "-"
