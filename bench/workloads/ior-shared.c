@@ -12,6 +12,11 @@
  * MPI_File_write_at (--api indep) or MPI_File_write_at_all (--api coll)
  * each, from a buffer filled before the clock starts.
  *
+ * --node-dirs D1,...,DN runs as on N nodes of a cluster: rank r reaches the
+ * file through D[r * N / ranks] (ranks are placed node by node, as mpirun
+ * places them), each the same file system mounted by another client; --file
+ * is then the file's path inside those directories.
+ *
  * The files are removed first. The timed part, as IOR times a write: barrier, open, the writes, close,
  * barrier. --check then reads every file back with POSIX, verifies every
  * byte against the pattern of common.h and prints the files' FNV-1a hash,
@@ -25,6 +30,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +56,8 @@ static void usage(FILE *out)
         "                     blocked (at r*per_rank + i*piece) or fpp (PATH.RANK on\n"
         "                     MPI_COMM_SELF, piece i at i*piece)\n"
         "  --hints K=V,...    MPI_Info hints for MPI_File_open\n"
+        "  --node-dirs D,...  as on N nodes: rank r opens D[r*N/ranks]/PATH, where each D\n"
+        "                     is one file system through another client (PATH relative)\n"
         "  --check            read the files back, verify every byte, print their hash\n"
         "  -h, --help         this text\n"
         "\n"
@@ -58,7 +66,7 @@ static void usage(FILE *out)
 }
 
 struct opts {
-    const char *file, *hints;
+    const char *file, *hints, *node_dirs;
     uint64_t piece, per_rank;
     int coll, layout, check;
 };
@@ -98,12 +106,33 @@ static MPI_Info make_info(const char *hints)
     return info;
 }
 
+/* The directory of rank r's node in --node-dirs, "" without it. */
+static void node_dir(const struct opts *o, int r, char *out, size_t n)
+{
+    int ndirs = 1, k;
+    const char *d = o->node_dirs, *end;
+
+    out[0] = '\0';
+    if (!d || !*d)
+        return;
+    for (const char *c = d; *c; c++)
+        ndirs += *c == ',';
+    k = (int)((int64_t)r * ndirs / nranks);
+    while (k-- > 0)
+        d = strchr(d, ',') + 1;
+    end = strchr(d, ',');
+    snprintf(out, n, "%.*s/", (int)(end ? end - d : (ptrdiff_t)strlen(d)), d);
+}
+
 static void file_name(const struct opts *o, int r, char *out, size_t n)
 {
+    char dir[4096];
+
+    node_dir(o, r, dir, sizeof dir);
     if (o->layout == LAYOUT_FPP)
-        snprintf(out, n, "%s.%d", o->file, r);
+        snprintf(out, n, "%s%s.%d", dir, o->file, r);
     else
-        snprintf(out, n, "%s", o->file);
+        snprintf(out, n, "%s%s", dir, o->file);
 }
 
 static uint64_t piece_offset(const struct opts *o, uint64_t i)
@@ -186,6 +215,7 @@ int main(int argc, char **argv)
         BENCH_OPT_CHOICE("api", &o.coll, apis),
         BENCH_OPT_CHOICE("layout", &o.layout, layouts),
         {.name = "hints", .kind = BENCH_KIND_STRING, .value = &o.hints},
+        {.name = "node-dirs", .kind = BENCH_KIND_STRING, .value = &o.node_dirs},
         BENCH_OPT_FLAG("check", &o.check, 1),
         BENCH_OPT_END,
     };
@@ -200,6 +230,8 @@ int main(int argc, char **argv)
     bench_parse_options(prog, argc, argv, options, usage);
     if (o.piece == 0 || o.piece > (1u << 30) || o.per_rank % o.piece != 0)
         bench_die(prog, 0, "--piece must be 1 B..1 GiB and divide --per-rank");
+    if (o.node_dirs && *o.node_dirs && o.file[0] == '/')
+        bench_die(prog, 0, "with --node-dirs, --file is a path inside those directories, not %s", o.file);
     pieces = o.per_rank / o.piece;
     file_size = o.layout == LAYOUT_FPP ? o.per_rank : o.per_rank * (uint64_t)nranks;
     if ((buf = malloc(o.per_rank ? o.per_rank : 1)) == NULL)

@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from sluice.bench.variants import Variant
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, format_size, parse_size
@@ -71,6 +72,8 @@ class IorShared(Workload):
         Param("layout", "shared", "shared (strided, one file), blocked (one region per rank) or fpp (file per "
               "process)", "choice", ("shared", "blocked", "fpp")),
         Param("methods", "all", "comma-separated subset of: " + ", ".join(m for m, *_ in METHODS), "str"),
+        Param("nodes", 0, "as on N nodes: rank r reaches the file through node client r*N/procs+1 of the "
+              "testbed (sluice testbed up --clients N); 0: all through the target"),
     )
     metrics = _metrics()
 
@@ -112,8 +115,12 @@ class IorShared(Workload):
     def _run_one(ctx: RunContext, method: tuple, piece: int) -> dict:
         name, io, api, hints, acb = method
         p = ctx.params
+        dirs = _node_workdirs(ctx.workdir, p["nodes"])
+        file_args = ["--file", str(ctx.workdir / f"{name}.dat")]
+        if dirs:
+            file_args = ["--file", f"{name}.dat", "--node-dirs", ",".join(map(str, dirs))]
         argv = ["mpirun", "--oversubscribe", "-np", str(p["procs"]), ctx.native("sluice-bench-ior-shared"),
-                "--file", str(ctx.workdir / f"{name}.dat"), "--piece", str(piece), "--per-rank",
+                *file_args, "--piece", str(piece), "--per-rank",
                 str(p["per_rank"]), "--api", api, "--layout", p["layout"], "--check",
                 *(["--hints", hints] if hints else [])]
         variant = Variant("acb", "acb", "") if acb else Variant("plain", None, "")
@@ -122,7 +129,7 @@ class IorShared(Workload):
         env = {**variant.env(), "OMPI_MCA_io": io}
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        proc = subprocess.run(variant.command(argv, logs, [ctx.workdir]), capture_output=True, text=True, env=env,
+        proc = subprocess.run(variant.command(argv, logs, [ctx.workdir, *dirs]), capture_output=True, text=True, env=env,
                               timeout=ctx.timeout)
         if proc.returncode != 0:
             raise UserError(f"ior-shared {name} {format_size(piece)} failed: {proc.stderr.strip()[-400:]}")
@@ -146,3 +153,19 @@ class IorShared(Workload):
         ratios = [out.get(f"acb_over_best_peer_{format_size(pc)}") for pc in pieces]
         lines.append(f"  {'acb / best peer':<20}" + "".join(f"{r:>9.2f}" if r else f"{'-':>9}" for r in ratios))
         return "\n".join(lines)
+
+
+def _node_workdirs(workdir: Path, nodes: int) -> list[Path]:
+    """The workload's directory as the first `nodes` node clients of the
+    testbed mounted at the target see it (none for nodes=0)."""
+    if nodes <= 0:
+        return []
+    from sluice import testbed
+
+    st = testbed.status()
+    mnt = Path(st["mountpoint"])
+    mounts = [Path(n["mountpoint"]) for n in st["nodes"] if n["mounted"] and n["alive"]][:nodes]
+    if len(mounts) < nodes or not workdir.is_relative_to(mnt):
+        raise UserError(f"ior-shared: nodes={nodes} needs the target on the testbed ({mnt}) and {nodes} node "
+                        f"clients (sluice testbed up --clients {nodes}); found {len(mounts)}")
+    return [m / workdir.relative_to(mnt) for m in mounts]
