@@ -760,6 +760,9 @@ def test_access_pattern_counters_in_the_log_the_report_and_the_darshan_export(tm
     assert "1,000 x 12, 300 x 6, 4,096 x 3" in " ".join(text.split()) or "1,000 x 12" in text
     j = json.loads(sluice("report", "--json", str(logs)).stdout)
     assert {"point": point, "type": types[point], "files": 1} in j["mounts"]
+    sluice("report", "--html", str(tmp_path / "r.html"), str(logs))
+    assert "<td>1,000 x 12, 300 x 6, 4,096 x 3</td><td>500 x 10, 100 x 5, 17,700 x 1, 5,500 x 1</td>" in \
+        (tmp_path / "r.html").read_text()
     # the Darshan export, read by PyDarshan: the same counters and the mount in its table
     darshan = pytest.importorskip("darshan")
     out = tmp_path / "out"

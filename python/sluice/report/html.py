@@ -320,7 +320,30 @@ def _files(job: Job, top: int) -> str:
                     "top-bytes", top),
         _file_table(job, f"Top {top} files by operations", lambda f: (-f.ops("app"), -f.bytes("app")),
                     "top-ops", top),
+        _pattern_table(job, top),
         "</section>"])
+
+
+def _pattern_table(job: Job, top: int) -> str:
+    """The access pattern of the files with the most POSIX reads and writes."""
+    from sluice.report.pattern import counts_text, log_mounts, pattern_rows
+
+    rows = pattern_rows(job.files, log_mounts(job.logs), top)
+    if not rows:
+        return ""
+    out = [f"<h3>Access pattern of the top {top} files by reads and writes (app side; most common first)</h3>",
+           '<table class="files" id="pattern"><thead><tr><th>file</th><th>sizes (bytes x calls)</th>'
+           '<th>strides (bytes x calls)</th><th class="num">unaligned in the file</th>'
+           '<th class="num">unaligned in memory</th><th>file system</th></tr></thead><tbody>']
+    for r in rows:
+        fs = f"{r['fs_type']} {r['mount']}" if r["mount"] else "?"
+        if r["file_alignment"]:
+            fs += f" ({r['file_alignment']:,} B blocks)"
+        out.append(f'<tr><td class="path">{esc(r["path"])}</td><td>{esc(counts_text(r["sizes"]))}</td>'
+                   f'<td>{esc(counts_text(r["strides"]))}</td><td class="num">{r["file_not_aligned"]:,}</td>'
+                   f'<td class="num">{r["mem_not_aligned"]:,}</td><td>{esc(fs)}</td></tr>')
+    out.append("</tbody></table>")
+    return "\n".join(out)
 
 
 def _processes(job: Job, top: int) -> str:
