@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "acb/acb.h"
 #include "acb/cost.h"
@@ -164,15 +165,21 @@ static int mode_is_acb(const char *abs_path)
 
 /* The cost model's unit for a file: the file system's preferred I/O size
  * (st_blksize: the stripe on Lustre, the 64 KiB block on MooseFS), at least
- * SLUICE_ACB_DEFAULT_DIRECT. The MPI_Info hint sluice_acb_direct_size
- * overrides it. */
+ * SLUICE_ACB_DEFAULT_DIRECT; on a synchronous mount, where each write makes
+ * its own round trip to the servers before it returns, at least one stripe
+ * (SLUICE_ACB_DEFAULT_STRIPE), as on Lustre. The MPI_Info hint
+ * sluice_acb_direct_size overrides it. */
 static int64_t direct_unit(const char *abs_path)
 {
     struct stat sb;
+    struct statvfs vfs;
+    int64_t unit = SLUICE_ACB_DEFAULT_DIRECT;
 
-    if (SLUICE_REAL(stat)(abs_path, &sb) == 0 && sb.st_blksize > SLUICE_ACB_DEFAULT_DIRECT)
-        return sb.st_blksize;
-    return SLUICE_ACB_DEFAULT_DIRECT;
+    if (SLUICE_REAL(stat)(abs_path, &sb) == 0 && sb.st_blksize > unit)
+        unit = sb.st_blksize;
+    if (statvfs(abs_path, &vfs) == 0 && (vfs.f_flag & ST_SYNCHRONOUS) && unit < SLUICE_ACB_DEFAULT_STRIPE)
+        unit = SLUICE_ACB_DEFAULT_STRIPE;
+    return unit;
 }
 
 /* Whether a file opened with this access mode aggregates: the one place the

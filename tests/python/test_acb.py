@@ -245,6 +245,35 @@ def test_shared_file_writes_of_a_unit_go_straight_through(tmp_path):
                    "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
 
 
+@pytest.fixture
+def sync_mount(tmp_path):
+    """A tmpfs mounted synchronous (`-o sync`), as the testbed's node
+    clients with the write cache off: each write must reach the file system
+    before it returns."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "sync"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "sync,size=64m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def test_on_a_synchronous_mount_the_unit_is_a_stripe(sync_mount):
+    """Where each write is charged (a synchronous mount), the unit is at
+    least a stripe (1 MiB): the same 64 KiB pieces that go straight through
+    elsewhere are aggregated, and the 1 MiB file is one write."""
+    entries, acb = ior_plain_and_acb(sync_mount, "--piece", "64K")
+    e = entries["f"]
+    assert e["app"]["MPIIO_INDEP_WRITES"] == 16 and e["fs"]["MPIIO_INDEP_WRITES"] == 1
+    assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
+                   "MPIIO_ACB_ROUNDS": 4, "MPIIO_ACB_BUFFER_WRITES": 0}
+
+
 def test_small_strided_pieces_are_exchanged_in_rounds(tmp_path):
     """16 KiB pieces strided over 4 ranks are aggregated. With 16 KiB
     stripes and cb_buffer_size 64 KiB the one aggregator of this node takes
