@@ -230,9 +230,12 @@ def test_advise_reads_a_darshan_log(mpiio_job, tmp_path):
     app, _ = export(logs, tmp_path / "out")
     mine = json.loads(sluice("advise", "--json", str(logs)).stdout)
     theirs = json.loads(sluice("advise", "--json", str(app)).stdout)
-    # the same findings, but for rank imbalance: the reduced shared record keeps no per-rank times
+    # the same findings, but for rank imbalance: from the export it is judged on the reduced shared record's
+    # slowest and fastest rank, from sluice's logs on each rank's own times (both depend on the run's timing)
     ids = lambda r: [f["id"] for f in r["findings"] if f["id"] not in ("rank-imbalance", "nothing-to-gain")]  # noqa
-    assert ids(theirs) == ids(mine) and "rank-imbalance" not in [f["id"] for f in theirs["findings"]]
+    assert ids(theirs) == ids(mine)
+    assert all("records Darshan reduced over the ranks" in f["evidence"]["text"] for f in theirs["findings"]
+               if f["id"] == "rank-imbalance")
     assert sluice("advise", str(EXAMPLES / "sample-badost.darshan")).stdout
 
 

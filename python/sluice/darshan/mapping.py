@@ -88,12 +88,17 @@ def visible(ints: list[int], module: int = L.POSIX) -> bool:
     return any(v > 0 for i, v in enumerate(ints) if i not in skip)
 
 
-def to_sluice(module: int, counters: dict[str, float]) -> dict[str, float]:
+def to_sluice(module: int, counters: dict[str, float], reduced: bool = False) -> dict[str, float]:
     """One Darshan record (counter name -> value) as sluice counters, the ones
-    both have; Darshan's unknowns (-1) read as 0, and its opens lose the dups."""
+    both have; Darshan's unknowns (-1) read as 0, and its opens lose the dups.
+    A record reduced over all ranks (rank -1) keeps Darshan's fastest/slowest
+    rank fields, the only per-rank evidence such a log has (`sluice advise`'s
+    rank-imbalance reads them)."""
     out: dict[str, float] = {}
     for name, v in counters.items():
-        if name in _NOT_IN_SLUICE or name in UNKNOWN[module] or name not in _KNOWN[module]:
+        if name in UNKNOWN[module] or name not in _KNOWN[module]:
+            continue
+        if name in _NOT_IN_SLUICE and not (reduced and name in RANK_FIELDS):
             continue
         if v < 0 and "_MAX_BYTE_" not in name:
             v = 0
@@ -116,8 +121,10 @@ _KNOWN = {m: set(L.INT_NAMES[m]) | set(L.FLOAT_NAMES[m]) for m in L.INT_NAMES}
 _NOT_IN_SLUICE = RANK_FIELDS | {"POSIX_RENAMED_FROM"}
 
 
-def sluice_names(module: int) -> tuple[list[str], list[str]]:
-    """The sluice counter names to_sluice() gives for a module: integers, floats."""
+def sluice_names(module: int, reduced: bool = False) -> tuple[list[str], list[str]]:
+    """The sluice counter names to_sluice() gives for a module (reduced: with
+    the rank fields of records reduced over all ranks): integers, floats."""
+    keep = RANK_FIELDS if reduced else set()
     names = [_sluice_name(n) for n in L.INT_NAMES[module] + L.FLOAT_NAMES[module]
-             if n not in _NOT_IN_SLUICE and n not in UNKNOWN[module]]
+             if (n not in _NOT_IN_SLUICE or n in keep) and n not in UNKNOWN[module]]
     return [n for n in names if "_F_" not in n], [n for n in names if "_F_" in n]

@@ -189,8 +189,8 @@ def read_darshan(path: str | Path, companion: bool = True) -> list[Log]:
 
 
 def _add(log: Log, mid: int, path: str, app: dict | None, fs: dict | None) -> None:
-    a = to_sluice(mid, app) if app is not None else None
-    f = to_sluice(mid, fs) if fs is not None else None
+    a = to_sluice(mid, app, log.rank < 0) if app is not None else None
+    f = to_sluice(mid, fs, log.rank < 0) if fs is not None else None
     untouched = {k: (-1 if "MAX_BYTE" in k else 0) for k in (a or f)}
     log.records.append(Record(SLUICE_MODULES[mid], 0, path, int(path == "<other files>"),
                               a if a is not None else untouched, f if f is not None else untouched))
@@ -209,7 +209,7 @@ def _as_logs(p: Path, job: dict, exe: str, recs, fs_recs) -> list[Log]:
             "mounts": "".join(f"{t}\t{m}\n" for m, t in job.get(_MOUNTS, []) if m.startswith("/"))}
     modules = {}
     for mod, mid in _MOD_IDS.items():
-        ints, floats = sluice_names(mid)
+        ints, floats = sluice_names(mid, reduced=True)
         modules[mid] = Module(mid, L.MODULE_VERSIONS[mid], SLUICE_MODULES[mid], ints, floats)
     logs: dict[int, Log] = {}
 

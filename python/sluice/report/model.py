@@ -1,8 +1,9 @@
 """Merging the per-process logs of one job into job and per-file totals.
 
 How counters combine across records and processes is decided by their
-name, the same way for every module: MAX_BYTE_*, F_MAX_*_TIME and the
-alignments take the maximum, *_START_TIMESTAMP the earliest non-zero value,
+name, the same way for every module: MAX_BYTE_*, F_MAX_*_TIME, the
+alignments and the rank fields of Darshan's reduced records (*_RANK*) take
+the maximum, *_START_TIMESTAMP the earliest non-zero value,
 *_END_TIMESTAMP the latest, everything else adds up; and, as Darshan reduces
 them, the four most common values (*_ACCESS1..4_ACCESS with their _COUNTs,
 *_STRIDE1..4_*) are the four most frequent of both lists (counts of a value
@@ -43,7 +44,7 @@ OP_COUNTERS = tuple(f"POSIX_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", 
 def combine(name: str, a: float, b: float) -> float:
     """Two values of one counter combined (the common values and the slowest
     call's size need their group: merge_counters)."""
-    if "MAX_BYTE" in name or "_F_MAX_" in name or name.endswith("ALIGNMENT"):
+    if "MAX_BYTE" in name or "_F_MAX_" in name or name.endswith("ALIGNMENT") or "_RANK" in name:
         return max(a, b)
     if name.endswith("_START_TIMESTAMP"):
         if a == 0:

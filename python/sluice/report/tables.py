@@ -28,7 +28,8 @@ SUM, MAX, FIRST = 0, 1, 2  # how a counter combines: add, largest, earliest non-
 
 
 def _rule(name: str) -> int:
-    if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP") or "_F_MAX_" in name or name.endswith("ALIGNMENT"):
+    if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP") or "_F_MAX_" in name or name.endswith("ALIGNMENT") \
+            or "_RANK" in name:
         return MAX
     return FIRST if name.endswith("_START_TIMESTAMP") else SUM
 
