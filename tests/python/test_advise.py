@@ -191,6 +191,8 @@ def test_small_writes_evidence_and_gain(workdir, logdir):
     assert c["POSIX_WRITES"] == 2000 and c["POSIX_SIZE_WRITE_0_100..100K_1M"] == 2000
     assert c["POSIX_CONSEC_WRITES"] == 1999 and c["POSIX_BYTES_WRITTEN"] == 2000 * 8192
     assert f["evidence"]["fix_in_effect"] is False
+    # the request size, as the run counted it (POSIX_ACCESS1..4)
+    assert f["evidence"]["text"].endswith("; most common sizes 8.0 KiB x 2,000")
     g = f["expected_gain"]
     # 2,000 writes become 4 units of 4 MiB: 1,996 calls x the measured time per call
     assert "1,996 write calls saved" in g["how"] and "4 MiB" in g["how"]
@@ -368,6 +370,22 @@ def test_large_shared_file_gets_stripes():
     assert f["paths"] == ["/lus/out"] and f["severity"] == "medium"      # capped: the log shows no layout
     assert f["fix"]["layout"] == ["lfs setstripe -c 4 -S 4M /lus/out"]
     assert f["fix"]["mode"] == "profile"
+
+
+def test_large_shared_file_stripe_size_follows_the_common_request():
+    """256 writes of 4 MiB and 200 of 100 bytes: the mean (2.3 MiB) would give 2 MiB stripes; the size most
+    requests use gives 4 MiB."""
+    def recs(rank):
+        r = shared_big(rank)[0]
+        r.app.update(POSIX_WRITES=456, POSIX_BYTES_WRITTEN=256 * 4 * MIB + 200 * 100, POSIX_SIZE_WRITE_0_100=200,
+                     POSIX_ACCESS1_ACCESS=4 * MIB, POSIX_ACCESS1_COUNT=256, POSIX_ACCESS2_ACCESS=100,
+                     POSIX_ACCESS2_COUNT=200, POSIX_ACCESS3_ACCESS=0, POSIX_ACCESS3_COUNT=0, POSIX_ACCESS4_ACCESS=0,
+                     POSIX_ACCESS4_COUNT=0)
+        return [r]
+    f = by_id(to_json(merge("j", [log(100 + r, recs(r), r, 4) for r in range(4)]))["findings"], "large-shared-file")
+    assert f["fix"]["layout"] == ["lfs setstripe -c 4 -S 4M /lus/out"]
+    assert f["evidence"]["counters"]["common_sizes"] == [[4 * MIB, 1024], [100, 800]]
+    assert "most common sizes 4.0 MiB x 1,024, 100 B x 800" in f["evidence"]["text"]
 
 
 def test_straggler_rank():

@@ -285,6 +285,22 @@ def v_sum(files: list[FileTotals], *names: str) -> float:
     return sum(v(f.app, *names) for f in files)
 
 
+def common_sizes(files: list[FileTotals], module: str = "POSIX", top: int = 4) -> list[tuple[int, int]]:
+    """The most common request sizes of these files, (size, calls) most frequent first, from each file's
+    four most common sizes (*_ACCESS1..4, counted at run time as Darshan does; empty in logs without them)."""
+    counts: dict[int, float] = defaultdict(float)
+    for f in files:
+        for i in range(1, 5):
+            size, c = int(v(f.app, f"{module}_ACCESS{i}_ACCESS")), v(f.app, f"{module}_ACCESS{i}_COUNT")
+            if size > 0 and c > 0:
+                counts[size] += c
+    return [(s, int(c)) for s, c in sorted(counts.items(), key=lambda kv: (-kv[1], -kv[0]))[:top]]
+
+
+def sizes_text(sizes: list[tuple[int, int]]) -> str:
+    return ("; most common sizes " + ", ".join(f"{human_bytes(s)} x {c:,}" for s, c in sizes)) if sizes else ""
+
+
 def many_opens(ctx: Context) -> list[Finding]:
     out = []
     for group, mode in (("written", "stage"), ("read", "profile")):
@@ -358,7 +374,7 @@ def small_requests(ctx: Context, kind: str) -> list[Finding]:
     text = (f"{n(s)} of {n(calls)} POSIX {verb}s ({pct(s / calls)}) are of 1 MiB or less (mean "
             f"{human_bytes(nbytes / max(1, calls))}), {pct(consec / max(1, calls))} continue the previous one; "
             f"{n(len(todo))} file{'s' if len(todo) != 1 else ''}, {secs(t)} in {verb}s "
-            f"(Drishti flags more than {pct(th.SMALL_SHARE)} and {th.SMALL_ABS:,})")
+            f"(Drishti flags more than {pct(th.SMALL_SHARE)} and {th.SMALL_ABS:,})" + sizes_text(common_sizes(todo)))
     fs_calls = sum(v(f.fs, calls_name) for f in todo)
     if partial:
         switches = v_sum(todo, "POSIX_RW_SWITCHES")
@@ -413,7 +429,7 @@ def small_shared_writes(ctx: Context) -> list[Finding]:
             f"file{'s' if len(chosen) != 1 else ''} are of 1 MiB or less, from up to {procs} processes whose writes "
             f"interleave ({pct(v_sum(chosen, 'POSIX_CONSEC_WRITES') / max(1, w))} continue the previous one); "
             f"{secs(t)} in writes (Drishti: small requests to a shared file, > {pct(th.SMALL_SHARE)} and "
-            f"{th.SMALL_ABS:,})")
+            f"{th.SMALL_ABS:,})" + sizes_text(common_sizes(chosen)))
     if scattered:
         text += f"; buffer mode found them too scattered to coalesce {n(scattered)} times (POSIX_FALLBACK_SCATTERED)"
     f = Finding("small-shared-writes", [x.path for x in chosen], cost, "profile", text,
@@ -739,7 +755,7 @@ def small_mpiio_writes(ctx: Context) -> list[Finding]:
     text = (f"{n(s)} of {n(w)} MPI-IO writes ({pct(s / w)}) to {n(len(todo))} shared "
             f"file{'s' if len(todo) != 1 else ''} are of 1 MiB or less (mean {human_bytes(nbytes / max(1, w))}), "
             f"{n(indep)} of them independent, from {procs} ranks; {secs(t)} in MPI-IO writes (Drishti's small "
-            f"request thresholds, {pct(th.SMALL_SHARE)} and {th.SMALL_ABS:,})")
+            f"request thresholds, {pct(th.SMALL_SHARE)} and {th.SMALL_ABS:,})" + sizes_text(common_sizes(todo, "MPIIO")))
     if in_effect:
         flushes = sum(v(x.fs, "MPIIO_ACB_FLUSHES") for x in todo)
         text += (f"; already in effect: {n(flushes)} aggregated exchanges (MPIIO_ACB_FLUSHES), "
@@ -940,16 +956,21 @@ def large_shared(ctx: Context) -> list[Finding]:
         calls = v_sum(chosen, "POSIX_WRITES", "POSIX_READS")
         nbytes = v_sum(chosen, "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ")
     mean = nbytes / max(1, calls)
-    stripes, ssize = _stripes(size), _stripe_size(mean)
+    sizes = common_sizes(chosen, "MPIIO" if mpi else "POSIX")
+    # the request size most calls use (when one covers half of them) rather than the mean, which a few
+    # large or small requests pull away from it
+    request = sizes[0][0] if sizes and sizes[0][1] * 2 >= calls else mean
+    stripes, ssize = _stripes(size), _stripe_size(request)
     procs = max(ctx.procs(f) for f in chosen)
     cost = sum(io_time(f.app) for f in chosen)
     text = (f"{n(len(chosen))} file{'s' if len(chosen) != 1 else ''} of up to {human_bytes(size)} shared by up to "
-            f"{procs} processes, mean request {human_bytes(mean)}; {secs(cost)} in I/O calls. The log cannot show "
+            f"{procs} processes, mean request {human_bytes(mean)}{sizes_text(sizes)}; {secs(cost)} in I/O calls. "
+            f"The log cannot show "
             f"the layout: a large shared file wants many stripes, each as large as the requests (here "
             f"{stripes if stripes > 0 else 'all'} stripes of {human_bytes(ssize)})")
     f = Finding("large-shared-file", [x.path for x in chosen], cost, "profile", text,
                 {"files": len(chosen), "max_extent": size, "processes": procs, "requests": calls,
-                 "mean_request": mean}, cap="medium")
+                 "mean_request": mean, "common_sizes": [list(x) for x in sizes]}, cap="medium")
     f.layout = [f"lfs setstripe -c {stripes} -S {_size_text(ssize)} {{dir}}"]
     if mpi:
         f.mpi_info = {"striping_factor": str(stripes), "striping_unit": str(ssize),
