@@ -183,3 +183,85 @@ node_down() {
         rm -f "$RUN/node$k.netns"
     fi
 }
+
+# ---------------------------------------------------------------- shared by start scripts
+TESTBED_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# install_missing PACKAGE...: apt-get install them (none: nothing to do)
+install_missing() {
+    [ $# -gt 0 ] || return 0
+    [ "${SLUICE_TESTBED_NO_INSTALL:-0}" = 1 ] && die "missing packages: $*"
+    log "installing: $*"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q "$@" > /dev/null 2>&1 || {
+        apt-get -o DPkg::Lock::Timeout=600 update -q > /dev/null 2>&1
+        apt-get -o DPkg::Lock::Timeout=600 install -y -q "$@" > /dev/null 2>&1
+    } || die "apt-get install $* failed"
+}
+# delay_packages: the packages the delay helper needs, when a delay is asked for
+delay_packages() {
+    [ "$DELAY_US" -gt 0 ] || return 0
+    command -v iptables > /dev/null 2>&1 || echo iptables
+    command -v gcc > /dev/null 2>&1 || echo gcc
+    [ -f /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || echo libnetfilter-queue-dev
+}
+
+wait_for() {   # wait_for SECONDS DESCRIPTION COMMAND...
+    local what=$2 end=$((SECONDS + $1))
+    shift 2
+    until "$@" > /dev/null 2>&1; do
+        [ "$SECONDS" -lt "$end" ] || die "timed out waiting for $what (logs in $STATE/log)"
+        sleep 0.05
+    done
+}
+# spawn PIDFILE LOGFILE COMMAND...: start COMMAND inside the namespace, in a
+# session of its own, without the lock's file descriptor
+spawn() { spawn_in "$NSFILE" "$@"; }
+# spawn_in NETNSFILE PIDFILE LOGFILE COMMAND...: the same in another namespace
+spawn_in() {
+    local nsfile=$1 pidfile=$2 logfile=$3
+    shift 3
+    setsid nsenter "--net=$nsfile" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
+    echo $! > "$pidfile"
+}
+
+# delay_apply: the NFQUEUE delay helper and its rules in namespace $NS,
+# brought to $DELAY_US (0: helper and rules removed)
+delay_apply() {
+    local have src bin nlog r
+    # A running helper with another delay is replaced; delay 0 removes it and the rule.
+    have=0
+    alive "$RUN/nfq-delay.pid" "$(nfq_pat)" && have=$(cat "$RUN/delay_us" 2> /dev/null || echo 0)
+    if [ "$have" != "$DELAY_US" ]; then
+        stop_pidfile "delay helper" 10 "$RUN/nfq-delay.pid" "$(nfq_pat)"
+        rm -f "$RUN/delay_us"
+    fi
+    if [ "$DELAY_US" -gt 0 ]; then
+        if ! alive "$RUN/nfq-delay.pid" "$(nfq_pat)"; then
+            src=$TESTBED_DIR/nfq-delay.c bin=$STATE/nfq-delay
+            [ -f "$src" ] || die "nfq-delay.c is missing beside common.sh"
+            if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+                log "compiling the delay helper into $bin"
+                gcc -O2 -Wall -o "$bin.tmp" "$src" -lnetfilter_queue -lnfnetlink > "$STATE/log/nfq-delay-build.log" 2>&1 ||
+                    die "could not compile nfq-delay.c, see $STATE/log/nfq-delay-build.log"
+                mv -f "$bin.tmp" "$bin"
+            fi
+            nlog=$STATE/log/nfq-delay.log
+            [ -f "$nlog" ] && mv -f "$nlog" "$nlog.1"
+            spawn "$RUN/nfq-delay.pid" "$nlog" "$bin" -q 0 -d "$DELAY_US" -r "$RTPRIO"
+            # it prints this line once it has bound the queue
+            nfq_settled() { grep -qF "nfq-delay: queue 0, one-way delay $DELAY_US us" "$nlog" || ! alive "$RUN/nfq-delay.pid" "$(nfq_pat)"; }
+            wait_for 10 "the delay helper" nfq_settled
+            alive "$RUN/nfq-delay.pid" "$(nfq_pat)" || die "the delay helper exited, see $nlog"
+            echo "$DELAY_US" > "$RUN/delay_us"
+            log "started the delay helper (pid $(< "$RUN/nfq-delay.pid"))"
+        fi
+        for r in "${NFQ_RULES[@]}"; do
+            # shellcheck disable=SC2086  # a rule is words
+            "${EXEC[@]}" iptables -C $r "${NFQ_TARGET[@]}" 2> /dev/null || "${EXEC[@]}" iptables -A $r "${NFQ_TARGET[@]}"
+        done
+        log "delay: $DELAY_US us one-way on every packet in namespace $NS (and on its links to node clients)"
+    else
+        nfq_rule_del
+    fi
+}

@@ -37,34 +37,14 @@ for p in mfsmaster:moosefs-master mfschunkserver:moosefs-chunkserver \
          ss:iproute2; do
     command -v "${p%%:*}" > /dev/null 2>&1 || need+=("${p#*:}")
 done
-if [ "$DELAY_US" -gt 0 ]; then
-    command -v iptables > /dev/null 2>&1 || need+=(iptables)
-    command -v gcc > /dev/null 2>&1 || need+=(gcc)
-    [ -f /usr/include/libnetfilter_queue/libnetfilter_queue.h ] || need+=(libnetfilter-queue-dev)
-fi
-if [ ${#need[@]} -gt 0 ]; then
-    [ "${SLUICE_TESTBED_NO_INSTALL:-0}" = 1 ] && die "missing packages: ${need[*]}"
-    log "installing: ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=600 install -y -q "${need[@]}" > /dev/null 2>&1 || {
-        apt-get -o DPkg::Lock::Timeout=600 update -q > /dev/null 2>&1
-        apt-get -o DPkg::Lock::Timeout=600 install -y -q "${need[@]}" > /dev/null 2>&1
-    } || die "apt-get install ${need[*]} failed"
-fi
+mapfile -t -O "${#need[@]}" need < <(delay_packages)
+install_missing "${need[@]}"
 [ -e /dev/fuse ] || die "/dev/fuse is missing (no FUSE in this kernel?)"
 
 # ---------------------------------------------------------------- helpers
 mkdir -p "$STATE"/{etc,master,run,log}
 [ -e "$MARK" ] || echo "state folder of a sluice testbed (namespace $NS)" > "$MARK"
 
-wait_for() {   # wait_for SECONDS DESCRIPTION COMMAND...
-    local what=$2 end=$((SECONDS + $1))
-    shift 2
-    until "$@" > /dev/null 2>&1; do
-        [ "$SECONDS" -lt "$end" ] || die "timed out waiting for $what (logs in $STATE/log)"
-        sleep 0.05
-    done
-}
 listening() { "${EXEC[@]}" ss -Hltn "src $ADDR:$1" | grep -q .; }
 ready_chunkservers() {   # chunkservers connected to the master that report their space
     "${EXEC[@]}" mfscli -H "$ADDR" -SCS 2> /dev/null |
@@ -72,17 +52,6 @@ ready_chunkservers() {   # chunkservers connected to the master that report thei
 }
 all_ready() { [ "$(ready_chunkservers)" -ge "$NCS" ]; }
 has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
-# spawn PIDFILE LOGFILE COMMAND...: start COMMAND inside the namespace, in a
-# session of its own, without the lock's file descriptor
-spawn() { spawn_in "$NSFILE" "$@"; }
-# spawn_in NETNSFILE PIDFILE LOGFILE COMMAND...: the same in another namespace
-spawn_in() {
-    local nsfile=$1 pidfile=$2 logfile=$3
-    shift 3
-    setsid nsenter "--net=$nsfile" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
-    echo $! > "$pidfile"
-}
-
 # ---------------------------------------------------------------- the mount point in use
 if [ -s "$RUN/mountpoint" ] && client_alive "$(< "$RUN/mountpoint")"; then
     old=$(< "$RUN/mountpoint")
@@ -133,41 +102,7 @@ done
 echo "$NCS" > "$RUN/chunkservers"
 
 # ---------------------------------------------------------------- delay (optional)
-# A running helper with another delay is replaced; delay 0 removes it and the rule.
-have=0
-alive "$RUN/nfq-delay.pid" "$(nfq_pat)" && have=$(cat "$RUN/delay_us" 2> /dev/null || echo 0)
-if [ "$have" != "$DELAY_US" ]; then
-    stop_pidfile "delay helper" 10 "$RUN/nfq-delay.pid" "$(nfq_pat)"
-    rm -f "$RUN/delay_us"
-fi
-if [ "$DELAY_US" -gt 0 ]; then
-    if ! alive "$RUN/nfq-delay.pid" "$(nfq_pat)"; then
-        src=$HERE/nfq-delay.c bin=$STATE/nfq-delay
-        [ -f "$src" ] || die "nfq-delay.c is missing beside start.sh"
-        if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
-            log "compiling the delay helper into $bin"
-            gcc -O2 -Wall -o "$bin.tmp" "$src" -lnetfilter_queue -lnfnetlink > "$STATE/log/nfq-delay-build.log" 2>&1 ||
-                die "could not compile nfq-delay.c, see $STATE/log/nfq-delay-build.log"
-            mv -f "$bin.tmp" "$bin"
-        fi
-        nlog=$STATE/log/nfq-delay.log
-        [ -f "$nlog" ] && mv -f "$nlog" "$nlog.1"
-        spawn "$RUN/nfq-delay.pid" "$nlog" "$bin" -q 0 -d "$DELAY_US" -r "$RTPRIO"
-        # it prints this line once it has bound the queue
-        nfq_settled() { grep -qF "nfq-delay: queue 0, one-way delay $DELAY_US us" "$nlog" || ! alive "$RUN/nfq-delay.pid" "$(nfq_pat)"; }
-        wait_for 10 "the delay helper" nfq_settled
-        alive "$RUN/nfq-delay.pid" "$(nfq_pat)" || die "the delay helper exited, see $nlog"
-        echo "$DELAY_US" > "$RUN/delay_us"
-        log "started the delay helper (pid $(< "$RUN/nfq-delay.pid"))"
-    fi
-    for r in "${NFQ_RULES[@]}"; do
-        # shellcheck disable=SC2086  # a rule is words
-        "${EXEC[@]}" iptables -C $r "${NFQ_TARGET[@]}" 2> /dev/null || "${EXEC[@]}" iptables -A $r "${NFQ_TARGET[@]}"
-    done
-    log "delay: $DELAY_US us one-way on every packet in namespace $NS (and on its links to node clients)"
-else
-    nfq_rule_del
-fi
+delay_apply
 
 # ---------------------------------------------------------------- master
 if alive "$RUN/mfsmaster.pid" "$(master_pat)"; then
