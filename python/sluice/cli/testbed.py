@@ -10,10 +10,42 @@ from typing import Any
 import click
 
 from sluice import testbed
+from sluice.testbed import cephfs
 
 
 def _echo_err(line: str) -> None:
     click.echo(line, err=True)
+
+
+# --fs: which testbed (MooseFS, the default, or CephFS with per-file layouts)
+FS_OPTION = click.option("--fs", type=click.Choice(["moosefs", "cephfs"]), default="moosefs", show_default=True,
+                         help="moosefs, or cephfs: a file system with per-file layouts (striping).")
+
+
+def _cephfs_up(mountpoint: Path | None, delay_us: int, verbose: bool) -> None:
+    t0 = time.monotonic()
+    mnt = cephfs.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None)
+    st = cephfs.status()
+    delay = f"delay {st['delay_us']} µs one-way" if st["delay_us"] else "no delay"
+    click.echo(f"CephFS testbed up at {mnt}: monitor pid {st['mon']['pid']}, {len(st['osds'])} OSDs, "
+               f"MDS pid {st['mds']['pid']}, {delay} ({time.monotonic() - t0:.1f} s)")
+
+
+def _cephfs_lines(st: dict[str, Any]) -> list[tuple[str, str]]:
+    alive = [o for o in st["osds"] if o["alive"]]
+    return [
+        ("testbed", f"{st['state']} (CephFS)"),
+        ("mount point", f"{st['mountpoint']} ({'mounted' if st['mounted'] else 'not mounted'})"),
+        ("monitor", f"{_proc(st['mon'])}, {st['address']} in network namespace {st['netns']}"),
+        ("manager", _proc(st["mgr"])),
+        ("OSDs", f"{len(alive)} of {len(st['osds'])} alive"
+         + (f" (pids {', '.join(str(o['pid']) for o in alive)})" if alive else "")),
+        ("MDS", _proc(st["mds"])),
+        ("client", _proc(st["client"])),
+        ("delay", f"{st['delay_us']} µs one-way per packet" if st["delay_us"] else "none"),
+        ("space", _space(st["space"])),
+        ("state dir", st["state_dir"]),
+    ]
 
 
 @click.group(name="testbed")
@@ -48,9 +80,15 @@ def command() -> None:
     show_default=True,
     help="off: the node clients send each write to the servers before it returns (a synchronous mount).",
 )
+@FS_OPTION
 @click.option("-v", "--verbose", is_flag=True, help="Show each step.")
-def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache: str, verbose: bool) -> None:
-    """Start the testbed and mount it (default /mnt/sluice-pfs). Idempotent."""
+def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache: str, fs: str,
+       verbose: bool) -> None:
+    """Start the testbed and mount it (default /mnt/sluice-pfs, /mnt/sluice-cephfs). Idempotent."""
+    if fs == "cephfs":
+        if clients is not None or write_cache != "on":
+            raise click.UsageError("--clients and --write-cache are MooseFS options")
+        return _cephfs_up(mountpoint, delay_us, verbose)
     t0 = time.monotonic()
     mnt = testbed.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None, clients=clients,
                      write_cache=write_cache == "on")
@@ -68,24 +106,27 @@ def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache:
 
 @command.command()
 @click.option("--purge", is_flag=True, help="Also delete all files and state.")
+@FS_OPTION
 @click.option("-v", "--verbose", is_flag=True, help="Show each step.")
-def down(purge: bool, verbose: bool) -> None:
+def down(purge: bool, fs: str, verbose: bool) -> None:
     """Unmount and stop the testbed. Files are kept unless --purge."""
     t0 = time.monotonic()
-    testbed.down(purge=purge, echo=_echo_err if verbose else None)
-    what = "files deleted" if purge else f"files kept in {testbed.Settings.from_env().state_dir}"
+    impl: Any = cephfs if fs == "cephfs" else testbed
+    impl.down(purge=purge, echo=_echo_err if verbose else None)
+    what = "files deleted" if purge else f"files kept in {impl.Settings.from_env().state_dir}"
     click.echo(f"testbed down, {what} ({time.monotonic() - t0:.1f} s)")
 
 
 @command.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def status(as_json: bool) -> None:
+@FS_OPTION
+def status(as_json: bool, fs: str) -> None:
     """Say whether the testbed runs, where, and with which processes."""
-    st = testbed.status()
+    st = cephfs.status() if fs == "cephfs" else testbed.status()
     if as_json:
         click.echo(json.dumps(st))
         return
-    for label, value in _lines(st):
+    for label, value in (_cephfs_lines(st) if fs == "cephfs" else _lines(st)):
         click.echo(f"{label + ':':<15}{value}")
 
 
