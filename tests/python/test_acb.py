@@ -201,6 +201,30 @@ def test_ior_shared_program_layouts(tmp_path):
             assert (d / f).stat().st_size == (36000 if layout == "shared" else 9000)
 
 
+def test_ior_shared_ranks_reach_the_file_through_their_nodes_dirs(tmp_path):
+    """--node-dirs A,B: two ranks open A/PATH, two B/PATH; here B is a
+    symlink to A, so it is one file, written through both names and
+    byte-checked; an absolute --file is refused."""
+    env = python_env()
+    env.update(MPI_ENV)
+    a, b, logs = tmp_path / "a", tmp_path / "b", tmp_path / "logs"
+    a.mkdir()
+    b.symlink_to(a)
+    argv = [str(NATIVE / IOR), "--file", "f", "--node-dirs", f"{a},{b}", "--piece", "3000", "--per-rank", "9000",
+            "--check"]
+    cp = sluice("run", "--mode", "profile", "--log-dir", str(logs), "--path", str(a), "--path", str(b), "--",
+                *MPIRUN, *argv, env=MPI_ENV)
+    r = json.loads(cp.stdout.splitlines()[-1])
+    assert r["writes"] == 12 and r["mismatches"] == 0 and (a / "f").stat().st_size == 36000
+    rep = report_json(logs)
+    for d in (a, b):   # two ranks each, three writes each
+        e = file_entry(rep, d / "f")
+        assert e["processes"] == 2 and e["app"]["MPIIO_INDEP_WRITES"] == 6, (d, e["processes"])
+    bad = subprocess.run([*MPIRUN, *argv[:2], str(a / "f"), *argv[3:]], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode != 0 and "with --node-dirs, --file is a path inside those directories" in bad.stderr
+
+
 # --------------------------------------------------------------------------
 # The cost model and the rounds: each decision, its exact counters and bytes
 
