@@ -7,10 +7,33 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The length of path if it is already normal (no empty, "." or ".."
+ * segment, no trailing '/'), else 0: the usual case costs one scan. */
+static size_t normal_length(const char *path)
+{
+    const char *s = path;   /* at a '/' */
+
+    for (;;) {
+        const char *seg = s + 1;
+        if (*seg == '\0')
+            return s == path ? 1 : 0;
+        if (*seg == '/' || (seg[0] == '.' && (seg[1] == '/' || seg[1] == '\0' ||
+                                              (seg[1] == '.' && (seg[2] == '/' || seg[2] == '\0')))))
+            return 0;
+        s = strchrnul(seg, '/');
+        if (*s == '\0')
+            return (size_t)(s - path);
+    }
+}
+
 size_t sluice_path_normalize(char *path)
 {
     char *out = path;       /* write cursor; path[0] is '/' */
     const char *in = path;
+    size_t n = normal_length(path);
+
+    if (n)
+        return n;
 
     while (*in) {
         while (*in == '/')

@@ -13,15 +13,41 @@
 
 #define POLICY_MAX_PREFIXES 32
 
-static const char *const system_prefixes[] = {
-    "/proc", "/sys", "/dev", "/etc", "/usr", "/lib", "/lib32", "/lib64", "/libx32",
-    "/bin", "/sbin", "/boot", "/run", "/var/run", "/var/lib", "/var/cache", "/var/log",
+/* A prefix and its length (without trailing '/'; "/" is 0: everything). */
+struct prefix {
+    const char *s;
+    size_t n;
+};
+#define PREFIX(lit) {lit, sizeof lit - 1}
+
+static const struct prefix system_prefixes[] = {
+    PREFIX("/proc"), PREFIX("/sys"), PREFIX("/dev"), PREFIX("/etc"), PREFIX("/usr"), PREFIX("/lib"),
+    PREFIX("/lib32"), PREFIX("/lib64"), PREFIX("/libx32"), PREFIX("/bin"), PREFIX("/sbin"),
+    PREFIX("/boot"), PREFIX("/run"), PREFIX("/var/run"), PREFIX("/var/lib"), PREFIX("/var/cache"),
+    PREFIX("/var/log"),
 };
 
 static char include_buf[4096];
-static const char *includes[POLICY_MAX_PREFIXES];
+static struct prefix includes[POLICY_MAX_PREFIXES];
 static int ninclude;
 static char log_dir_abs[PATH_MAX];
+static struct prefix log_dir_prefix;
+
+/* sluice_path_under with the prefix's length known (as sluice_prefix_of makes it). */
+static int under(const char *path, const struct prefix *p)
+{
+    if (p->n == 0)
+        return path[0] == '/';
+    return strncmp(path, p->s, p->n) == 0 && (path[p->n] == '\0' || path[p->n] == '/');
+}
+
+static struct prefix prefix_of(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 1 && s[n - 1] == '/')
+        n--;
+    return (struct prefix){s, n == 1 && s[0] == '/' ? 0 : n};
+}
 
 int sluice_policy_init(const char *paths, const char *log_dir)
 {
@@ -32,41 +58,45 @@ int sluice_policy_init(const char *paths, const char *log_dir)
     ninclude = 0;
     while (ninclude < POLICY_MAX_PREFIXES && list_next(&s, ':', one, sizeof one, &too_long)) {
         if (one[0] && sluice_path_absolute(AT_FDCWD, one, p, sizeof include_buf - (size_t)(p - include_buf)) == 0) {
-            includes[ninclude++] = p;
+            includes[ninclude++] = prefix_of(p);
             p += strlen(p) + 1;
         }
     }
+    log_dir_abs[0] = '\0';
     if (log_dir && *log_dir)
         (void)sluice_path_absolute(AT_FDCWD, log_dir, log_dir_abs, sizeof log_dir_abs);
+    log_dir_prefix = prefix_of(log_dir_abs);
+    return 0;
+}
+
+/* Under one of the system directories (the first byte sorts most out). */
+static int under_system(const char *path)
+{
+    for (size_t i = 0; i < sizeof system_prefixes / sizeof *system_prefixes; i++)
+        if (path[1] == system_prefixes[i].s[1] && under(path, &system_prefixes[i]))
+            return 1;
     return 0;
 }
 
 int sluice_policy_skip_fast(const char *path)
 {
-    if (path[0] != '/' || strstr(path, "/.") != NULL)
+    /* with --path, the include list decides after resolution */
+    if (ninclude > 0 || path[0] != '/' || strstr(path, "/.") != NULL)
         return 0;   /* relative, or "." / ".." to resolve first */
-    if (ninclude == 0) {
-        for (size_t i = 0; i < sizeof system_prefixes / sizeof *system_prefixes; i++)
-            if (sluice_path_under(path, system_prefixes[i]))
-                return 1;
-    }
-    return 0;
+    return under_system(path);
 }
 
 int sluice_policy_records(const char *abs_path)
 {
-    if (log_dir_abs[0] && sluice_path_under(abs_path, log_dir_abs))
+    if (log_dir_abs[0] && under(abs_path, &log_dir_prefix))
         return 0;
     if (ninclude > 0) {
         for (int i = 0; i < ninclude; i++)
-            if (sluice_path_under(abs_path, includes[i]))
+            if (under(abs_path, &includes[i]))
                 return 1;
         return 0;
     }
-    for (size_t i = 0; i < sizeof system_prefixes / sizeof *system_prefixes; i++)
-        if (sluice_path_under(abs_path, system_prefixes[i]))
-            return 0;
-    return 1;
+    return !under_system(abs_path);
 }
 
 /* ---- modes ---- */

@@ -169,6 +169,22 @@ static struct sluice_record *record_new(const struct sluice_module_info *m, cons
     return r;
 }
 
+/* The record of (module, path) in its chain, or NULL. Chains only grow, at
+ * their head, by a release store of a complete record: a lookup needs no
+ * lock. */
+static struct sluice_record *record_find(unsigned module, const char *path, uint64_t id)
+{
+    for (struct sluice_record *r = __atomic_load_n(&buckets[id & (nbuckets - 1)], __ATOMIC_ACQUIRE); r;
+         r = r->hnext)
+        if (r->id == id && r->module == module && strcmp(r->path, path) == 0)
+            return r;
+    return NULL;
+}
+
+/* Each thread's last record per module: programs reopen and stat the file
+ * they just used, and a string compare costs less than the hash. */
+static __thread struct sluice_record *last_rec[SLUICE_MOD_END] __attribute__((tls_model("initial-exec")));
+
 struct sluice_record *sluice_record_get(unsigned module, const char *path)
 {
     const struct sluice_module_info *m = sluice_module(module);
@@ -177,11 +193,16 @@ struct sluice_record *sluice_record_get(unsigned module, const char *path)
 
     if (!m || !buckets)
         return NULL;
+    if ((r = last_rec[module]) != NULL && strcmp(r->path, path) == 0)
+        return r;
     id = record_hash(module, path);
+    if ((r = record_find(module, path, id)) != NULL) {
+        last_rec[module] = r;   /* a known file: every open or path call after the first */
+        return r;
+    }
     pthread_mutex_lock(&registry_lock);
-    for (r = buckets[id & (nbuckets - 1)]; r; r = r->hnext)
-        if (r->id == id && r->module == module && strcmp(r->path, path) == 0)
-            goto out;
+    if ((r = record_find(module, path, id)) != NULL)
+        goto out;
     if (record_count[module] >= record_limit) {
         partial = 1;
         if (!overflow[module])
@@ -193,7 +214,7 @@ struct sluice_record *sluice_record_get(unsigned module, const char *path)
     r = record_new(m, path, id, 0);
     if (r) {
         r->hnext = buckets[id & (nbuckets - 1)];
-        buckets[id & (nbuckets - 1)] = r;
+        __atomic_store_n(&buckets[id & (nbuckets - 1)], r, __ATOMIC_RELEASE);
         record_count[module]++;
     }
 out:

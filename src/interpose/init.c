@@ -180,6 +180,13 @@ static void atfork_child(void)
 
 int sluice_in_vfork_child(void)
 {
+#if defined(__x86_64__)
+    /* Our vfork() counts itself: with none under way, no thread can be a
+     * vfork child, and the getpid() system call (about as dear as the rest
+     * of an open+close's bookkeeping) is skipped. */
+    if (__atomic_load_n(&sluice__vforks, __ATOMIC_ACQUIRE) == 0)
+        return 0;
+#endif
     return getpid() != sluice_proc.pid;
 }
 

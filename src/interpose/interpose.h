@@ -18,6 +18,13 @@
  * SIGTERM). Returns 0 if this call wrote it. */
 int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long path_len);
 
+/* vfork() calls under way in this process (x86-64: process.c wraps vfork).
+ * A child of the program's own raw clone(CLONE_VM | CLONE_VFORK) is not
+ * counted: it must not close or dup2 managed descriptors (the children of
+ * glibc's posix_spawn, system and popen call glibc's internal functions,
+ * which are never interposed). */
+extern int sluice__vforks;
+
 /* After a failed exec: drop the log written for it and record again. */
 void sluice_resume_after_exec_failure(const char *log_path);
 

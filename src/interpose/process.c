@@ -143,3 +143,42 @@ SLUICE_EXPORT mode_t umask(mode_t mask)
         sluice_umask_note(mask);
     return old;
 }
+
+/* ---- vfork ---- */
+
+#if defined(__x86_64__)
+int sluice__vforks;
+
+/* The error return of vfork (the system call's -errno in rc). */
+long sluice__vfork_failed(long rc);
+__attribute__((used)) long sluice__vfork_failed(long rc)
+{
+    errno = (int)-rc;
+    return -1;
+}
+
+/* vfork itself, counted: sluice_in_vfork_child() asks the kernel only
+ * while one is under way. As glibc's, it keeps its return address in a
+ * register across the system call, since the child runs on (and may
+ * overwrite) the parent's stack; the parent, resumed once the child has
+ * exec'd or exited, takes its count back. */
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "    endbr64\n"
+        "    lock incl sluice__vforks(%rip)\n"
+        "    popq %rdi\n"
+        "    movl $58, %eax\n" /* __NR_vfork */
+        "    syscall\n"
+        "    pushq %rdi\n"
+        "    testq %rax, %rax\n"
+        "    jz 1f\n"
+        "    lock decl sluice__vforks(%rip)\n"
+        "    cmpq $-4095, %rax\n"
+        "    jae 2f\n"
+        "1:  ret\n"
+        "2:  movq %rax, %rdi\n"
+        "    jmp sluice__vfork_failed\n"
+        ".size vfork, .-vfork\n");
+#endif
