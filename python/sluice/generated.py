@@ -64,6 +64,8 @@ SETTINGS: tuple[Setting, ...] = (
             'faulty tier: OP:N:ERRNO[,...], e.g. write:3:ENOSPC fails the 3rd write with ENOSPC'),
     Setting('SLUICE_QUIET', 'BOOL', '0', '', '--quiet',
             '1: no diagnostics on stderr'),
+    Setting('SLUICE_LAYOUT', 'STR', '', 'layout', '--layout',
+            "file layout set on a NEW file on CephFS or Lustre: empty: by the file's class in --mode auto (one stripe for one process's file, many for a file an MPI communicator shares); auto: the same in every mode; off: never; stripe_count=N,stripe_size=S[,object_size=O]: that layout for every new file. Never over a layout the file or its directory already has"),
     Setting('SLUICE_ACB_AGGREGATORS', 'INT', '0', 'acb.aggregators', '--acb-aggregators',
             '--mode acb: aggregator ranks per file; 0: one per node (MPI_Info cb_nodes or sluice_acb_aggregators overrides)'),
     Setting('SLUICE_ACB_STRIPE_SIZE', 'INT', '1M', 'acb.stripe_size', '--acb-stripe-size',

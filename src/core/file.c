@@ -22,6 +22,7 @@
 #include "core/counters.h"
 #include "core/policy.h"
 #include "core/stack.h"
+#include "layout/layout.h"
 #include "sys/privfd.h"
 #include "sys/userptr.h"
 #include "sys/real.h"
@@ -155,13 +156,26 @@ void sluice_fd_forget(int fd)
 /* Profile mode everywhere: the kernel opens first (and is the one to read
  * the path, answering EFAULT for a bad pointer), then the descriptor is
  * recorded as the pass-through stack would have. */
+/* Pass-through modes set a layout only when SLUICE_LAYOUT asks for one in
+ * every mode (layout/layout.h). */
+static int layout_before(int dirfd, const char *path, int flags, int *fresh)
+{
+    char abs[PATH_MAX];
+
+    if (!sluice_user_str_ok(path) || sluice_policy_skip_fast(path) ||
+        sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
+        return 0;
+    return sluice_layout_before(dirfd, path, abs, flags, SLUICE_MODE_PROFILE, fresh);
+}
+
 static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mode)
 {
     char abs[PATH_MAX];
     struct sluice_file *f;
     struct sluice_record *rec;
+    int fresh = 0, extra = (flags & O_CREAT) ? layout_before(dirfd, path, flags, &fresh) : 0;
     uint64_t t0 = sluice_now();
-    int fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+    int fd = SLUICE_REAL(openat)(dirfd, path, flags | extra, mode);
     uint64_t t1 = sluice_now();
     int err = fd < 0 ? -errno : 0;
 
@@ -176,6 +190,8 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
         sluice_count_error(rec, SLUICE_SIDES_BOTH);
         return err;
     }
+    if (fresh)
+        sluice_layout_created(fd, abs, flags, extra, rec, fresh);
     if ((f = file_alloc()) == NULL || sluice_stack_build(f, SLUICE_MODE_PROFILE) != 0) {
         if (f)
             sluice_file_put(f);

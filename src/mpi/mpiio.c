@@ -46,6 +46,7 @@
 #include "core/record.h"
 #include "interpose/interpose.h"
 #include "mpi/pmpi.h"
+#include "layout/layout.h"
 #include "sys/real.h"
 
 /* ---- next definitions ---- */
@@ -598,11 +599,19 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
         return rc;
     }
     t0 = sluice_now();
-    /* every rank opens this file: it is never staged privately on a node */
+    SLUICE_PMPI(Comm_size)(comm, &nprocs);
+    /* every rank opens this file: it is never staged privately on a node;
+     * if it is created, it is a shared file for its layout (many stripes of
+     * the aggregation unit, MPI_Info striping_unit overriding) */
+    if (amode & MPI_MODE_CREATE) {
+        struct sluice_acb_hints h = {.stripe_size = sluice_cfg.acb_stripe_size};
+        sluice_acb_hints_apply(&h, info);
+        sluice_layout_shared_begin(nprocs, h.stripe_size);
+    }
     sluice_shared_open_begin();
     rc = NEXT(File_open)(comm, filename, amode, info, fh);
     sluice_shared_open_end();
-    SLUICE_PMPI(Comm_size)(comm, &nprocs);
+    sluice_layout_shared_end();
     if (rc != MPI_SUCCESS) {
         sluice_count_error(rec, SLUICE_SIDES_BOTH);
         return rc;

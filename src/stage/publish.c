@@ -14,6 +14,7 @@
 #include "buffer/unit.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "layout/layout.h"
 #include "sys/privfd.h"
 #include "sys/real.h"
 #include "sys/umask.h"
@@ -95,13 +96,15 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
     t0 = sluice_now();
     /* (moved out of the program's low numbers at once: a drainer runs beside
      * the program's own opens) */
-    dst = sluice_privfd_keep(SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    dst = sluice_privfd_keep(
+        SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | sluice_layout_publish_flags(e->path), 0600));
     if (dst < 0) {
         rc = fail("cannot create", tmp, errno, why, whylen);
         if (rec)
             sluice_count_error(rec, SLUICE_SIDES_FS);
         return rc;
     }
+    sluice_layout_published(dst, e->path, 1, rec);
     if (rec)
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
     return dst;
@@ -282,9 +285,12 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
         return -EEXIST;
     if (dst < 0) {
         t0 = sluice_now();
-        dst = sluice_privfd_keep(
-            SLUICE_REAL(open)(e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, e->mode & 07777));
+        dst = sluice_privfd_keep(SLUICE_REAL(open)(
+            e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | sluice_layout_publish_flags(e->path),
+            e->mode & 07777));
         *how = DST_CREATED;
+        if (dst >= 0)
+            sluice_layout_published(dst, e->path, 0, rec);
     }
     if (dst < 0) {
         int err = errno;

@@ -11,7 +11,9 @@
 
 #include "core/counters.h"
 #include "core/file.h"
+#include "core/policy.h"
 #include "core/stack.h"
+#include "layout/layout.h"
 #include "sys/privfd.h"
 #include "sys/real.h"
 
@@ -43,11 +45,19 @@ static ssize_t passthru_done_rw(struct sluice_file *f, enum sluice_access kind, 
 
 static int passthru_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
 {
-    uint64_t t0 = fs_now(f);
-    int fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+    int fresh = 0, extra = 0;
+    uint64_t t0;
+    int fd;
 
+    /* a new file on CephFS or Lustre: its layout, before its first write */
+    if ((flags & O_CREAT) && f->rec)
+        extra = sluice_layout_before(dirfd, path, f->rec->path, flags, sluice_policy_mode(f->rec->path), &fresh);
+    t0 = fs_now(f);
+    fd = SLUICE_REAL(openat)(dirfd, path, flags | extra, mode);
     if (fd < 0)
         return -errno;
+    if (fresh)
+        sluice_layout_created(fd, f->rec->path, flags, extra, f->rec, fresh);
     if (fs_side_separate(f))
         sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now());
     return fd;

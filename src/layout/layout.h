@@ -1,0 +1,107 @@
+/*
+ * File layouts chosen at create (docs/layout.md): on a file system with
+ * per-file layouts (CephFS, Lustre), a NEW file gets a stripe count and
+ * size from its class before its first write, never over a layout the user
+ * set (the file existed, or its directory has an explicit layout). A
+ * failure to set one is never the program's error.
+ *
+ * One table of function pointers per file-system type, found from the
+ * mount the path lies under (core/mounts.h: kernel ceph, ceph-fuse,
+ * lustre). The pure parts (SLUICE_LAYOUT parsing, the class's layout, the
+ * attribute values) are in layout_format.c, unit-tested alone.
+ */
+#ifndef SLUICE_LAYOUT_LAYOUT_H
+#define SLUICE_LAYOUT_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sluice_record;
+
+struct sluice_layout {
+    int64_t stripe_count;   /* -1: all (Lustre) */
+    int64_t stripe_size;    /* bytes (CephFS stripe_unit) */
+    int64_t object_size;    /* CephFS only; 0: derived from stripe_size */
+};
+
+/* What SLUICE_LAYOUT asks for. */
+enum sluice_layout_want {
+    SLUICE_LAYOUT_DEFAULT,  /* "": by class, in --mode auto only */
+    SLUICE_LAYOUT_AUTO,     /* "auto": by class, in every mode */
+    SLUICE_LAYOUT_OFF,      /* "off": never */
+    SLUICE_LAYOUT_FIXED,    /* "stripe_count=N,stripe_size=S[,object_size=O]": this one */
+};
+
+struct sluice_layout_spec {
+    enum sluice_layout_want want;
+    struct sluice_layout fixed;
+};
+
+/* One file-system type (designated initializers; size first). */
+struct sluice_layout_ops {
+    size_t size;
+    const char *name;
+    /* extra open flags that keep a new file without data objects until its
+     * layout is set (Lustre's O_LOV_DELAY_CREATE); 0 for none */
+    int create_flags;
+    /* 1: the directory has a layout of its own that new files inherit (one
+     * the user set), 0: it has none, -errno: cannot tell */
+    int (*dir_explicit)(const char *dir, int is_root);
+    /* set the layout of the new, empty file open at fd: 0 or -errno */
+    int (*set)(int fd, const struct sluice_layout *l);
+};
+
+extern const struct sluice_layout_ops sluice_layout_ceph_ops;
+extern const struct sluice_layout_ops sluice_layout_lustre_ops;
+
+/* ---- pure (layout_format.c) ---- */
+
+/* Parse SLUICE_LAYOUT: 0, or -EINVAL (spec left as DEFAULT). */
+int sluice_layout_parse(const char *text, struct sluice_layout_spec *spec);
+
+/* The layout of a file of its class: one stripe for a file one process
+ * creates (file per process), many for a file an MPI communicator of
+ * `nprocs` > 1 ranks opens, the stripe size matched to the aggregation
+ * unit `unit`. */
+struct sluice_layout sluice_layout_for_class(int nprocs, int64_t unit);
+
+/* "stripe_unit=S stripe_count=N object_size=O" for ceph.file.layout; its
+ * length, or -1 when it does not fit or the layout is not valid there. */
+int sluice_layout_ceph_value(const struct sluice_layout *l, char *buf, size_t len);
+
+/* Lustre's lov_user_md v1 (lustre_user.h; 32 bytes, little-endian) for
+ * the lustre.lov attribute; its length, or -1 when it does not fit. */
+int sluice_layout_lustre_value(const struct sluice_layout *l, unsigned char *buf, size_t len);
+#define SLUICE_LOV_USER_MAGIC_V1 0x0BD10BD0u
+#define SLUICE_LOV_PATTERN_RAID0 0x1u
+#define SLUICE_LOV_V1_SIZE 32
+
+/* ---- the runtime's hooks (layout.c) ---- */
+
+/* Before an open: the extra flags to open a file with when this open will
+ * create it and a layout should be set (0 otherwise). *fresh is set to 1
+ * in that case, to be handed to sluice_layout_created(). `abs` is the
+ * absolute path; `mode` the file's sluice mode. */
+int sluice_layout_before(int dirfd, const char *path, const char *abs, int flags, int mode, int *fresh);
+
+/* After a successful open with fresh != 0 from above (1: it created the
+ * file; 2: the file existed): choose and set its layout, count the
+ * decision in rec. errno is preserved. */
+void sluice_layout_created(int fd, const char *abs, int flags, int extra_flags, struct sluice_record *rec,
+                           int fresh);
+
+/* A file the stage tier creates to publish final_path (itself, or a
+ * temporary file renamed over it: is_temp): the same decision, for the fd
+ * sluice opened. */
+void sluice_layout_published(int fd, const char *final_path, int is_temp, struct sluice_record *rec);
+
+/* The extra flags the stage tier creates a file for final_path with (as
+ * sluice_layout_before's), before sluice_layout_published. */
+int sluice_layout_publish_flags(const char *final_path);
+
+/* MPI_File_open of a communicator of nprocs ranks with aggregation unit
+ * `unit`: the files created inside are shared ones (thread-local). */
+void sluice_layout_shared_begin(int nprocs, int64_t unit);
+void sluice_layout_shared_end(void);
+
+#endif

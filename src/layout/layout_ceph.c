@@ -1,0 +1,47 @@
+/*
+ * CephFS (the kernel client and ceph-fuse): a new file's layout is its
+ * ceph.file.layout virtual attribute, settable while the file has no data
+ * (ENOTEMPTY after); a directory's own layout, inherited by files created
+ * in it, answers ceph.dir.layout (ENODATA when it has none).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "layout/layout.h"
+#include "sys/real.h"
+
+/* Every CephFS root answers ceph.dir.layout with the file system's
+ * default; only a different one there was set by someone. */
+#define CEPH_DEFAULT_DIR_LAYOUT "stripe_unit=4194304 stripe_count=1 object_size=4194304 "
+
+static int ceph_dir_explicit(const char *dir, int is_root)
+{
+    char v[256];
+    ssize_t n = SLUICE_REAL(getxattr)(dir, "ceph.dir.layout", v, sizeof v - 1);
+
+    if (n < 0)
+        return errno == ENODATA ? 0 : -errno;
+    v[n] = '\0';
+    if (is_root && strncmp(v, CEPH_DEFAULT_DIR_LAYOUT, strlen(CEPH_DEFAULT_DIR_LAYOUT)) == 0)
+        return 0;
+    return 1;
+}
+
+static int ceph_set(int fd, const struct sluice_layout *l)
+{
+    char v[160];
+    int n = sluice_layout_ceph_value(l, v, sizeof v);
+
+    if (n < 0)
+        return -EINVAL;
+    return SLUICE_REAL(fsetxattr)(fd, "ceph.file.layout", v, (size_t)n, 0) == 0 ? 0 : -errno;
+}
+
+const struct sluice_layout_ops sluice_layout_ceph_ops = {
+    .size = sizeof(struct sluice_layout_ops),
+    .name = "ceph",
+    .create_flags = 0,
+    .dir_explicit = ceph_dir_explicit,
+    .set = ceph_set,
+};

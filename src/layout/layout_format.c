@@ -1,0 +1,150 @@
+/*
+ * The pure parts of layouts at create: the SLUICE_LAYOUT setting, the
+ * layout of each class of file, and the attribute values CephFS and
+ * Lustre take. No system calls: unit-tested alone (tests/unit/test_layout.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout/layout.h"
+
+/* File per process: one stripe of 4 MiB (CephFS's default object). */
+#define SINGLE_STRIPE_SIZE ((int64_t)4 << 20)
+/* A shared file: one stripe per rank, at most this many. */
+#define SHARED_MAX_STRIPES 16
+/* CephFS objects of a shared file hold this many stripe units. */
+#define UNITS_PER_OBJECT 4
+#define CEPH_MIN_UNIT ((int64_t)64 << 10)
+
+static int parse_size(const char *s, size_t n, int64_t *out)
+{
+    char buf[32], *end;
+    unsigned long long v;
+
+    if (n == 0 || n >= sizeof buf)
+        return -EINVAL;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (buf[0] < '0' || buf[0] > '9')
+        return -EINVAL;
+    errno = 0;
+    v = strtoull(buf, &end, 10);
+    if (errno)
+        return -EINVAL;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || v == 0 || v > ((unsigned long long)1 << 40))
+        return -EINVAL;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int sluice_layout_parse(const char *text, struct sluice_layout_spec *spec)
+{
+    struct sluice_layout l = {0};
+
+    spec->want = SLUICE_LAYOUT_DEFAULT;
+    if (!text || !*text)
+        return 0;
+    if (strcmp(text, "auto") == 0) {
+        spec->want = SLUICE_LAYOUT_AUTO;
+        return 0;
+    }
+    if (strcmp(text, "off") == 0) {
+        spec->want = SLUICE_LAYOUT_OFF;
+        return 0;
+    }
+    for (const char *p = text; *p;) {
+        const char *comma = strchr(p, ','), *eq;
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        int64_t *field;
+
+        eq = memchr(p, '=', n);
+        if (!eq)
+            return -EINVAL;
+        if ((size_t)(eq - p) == 12 && memcmp(p, "stripe_count", 12) == 0)
+            field = &l.stripe_count;
+        else if ((size_t)(eq - p) == 11 && memcmp(p, "stripe_size", 11) == 0)
+            field = &l.stripe_size;
+        else if ((size_t)(eq - p) == 11 && memcmp(p, "object_size", 11) == 0)
+            field = &l.object_size;
+        else
+            return -EINVAL;
+        if (field == &l.stripe_count && n - (size_t)(eq - p) == 3 && memcmp(eq, "=-1", 3) == 0)
+            l.stripe_count = -1;
+        else if (parse_size(eq + 1, n - (size_t)(eq - p) - 1, field) != 0)
+            return -EINVAL;
+        p += n;
+        if (*p == ',' && *++p == '\0')
+            return -EINVAL;
+    }
+    if (l.stripe_count == 0 || l.stripe_count > 65535)
+        return -EINVAL;
+    if (l.stripe_size == 0)
+        l.stripe_size = l.object_size ? l.object_size : SINGLE_STRIPE_SIZE;
+    spec->want = SLUICE_LAYOUT_FIXED;
+    spec->fixed = l;
+    return 0;
+}
+
+struct sluice_layout sluice_layout_for_class(int nprocs, int64_t unit)
+{
+    if (nprocs <= 1)
+        return (struct sluice_layout){.stripe_count = 1, .stripe_size = SINGLE_STRIPE_SIZE};
+    if (unit < CEPH_MIN_UNIT)
+        unit = CEPH_MIN_UNIT;
+    return (struct sluice_layout){.stripe_count = nprocs < SHARED_MAX_STRIPES ? nprocs : SHARED_MAX_STRIPES,
+                                  .stripe_size = unit};
+}
+
+int sluice_layout_ceph_value(const struct sluice_layout *l, char *buf, size_t len)
+{
+    int64_t count = l->stripe_count, unit = l->stripe_size, object = l->object_size;
+    int n;
+
+    if (count < 1)
+        count = SHARED_MAX_STRIPES;   /* "all" has no meaning on CephFS */
+    if (!object)
+        object = count > 1 ? unit * UNITS_PER_OBJECT : unit;
+    /* CephFS: a unit of at least 64 KiB dividing the object size */
+    if (unit < CEPH_MIN_UNIT || unit % CEPH_MIN_UNIT || object % unit || object > ((int64_t)1 << 32))
+        return -1;
+    n = snprintf(buf, len, "stripe_unit=%lld stripe_count=%lld object_size=%lld", (long long)unit,
+                 (long long)count, (long long)object);
+    return n > 0 && (size_t)n < len ? n : -1;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+/* struct lov_user_md_v1 { __u32 lmm_magic; __u32 lmm_pattern; struct ost_id
+ * lmm_oi (16 bytes); __u32 lmm_stripe_size; __u16 lmm_stripe_count; __u16
+ * lmm_stripe_offset; } packed: the stripe offset -1 lets the MDS choose. */
+int sluice_layout_lustre_value(const struct sluice_layout *l, unsigned char *buf, size_t len)
+{
+    if (len < SLUICE_LOV_V1_SIZE || l->stripe_size <= 0 || l->stripe_size > UINT32_MAX ||
+        l->stripe_size % (64 << 10) || l->stripe_count > 65535 || l->stripe_count == 0 || l->stripe_count < -1)
+        return -1;
+    memset(buf, 0, SLUICE_LOV_V1_SIZE);
+    put32(buf, SLUICE_LOV_USER_MAGIC_V1);
+    put32(buf + 4, SLUICE_LOV_PATTERN_RAID0);
+    put32(buf + 24, (uint32_t)l->stripe_size);
+    put16(buf + 28, (uint16_t)(l->stripe_count < 0 ? 0xFFFF : l->stripe_count));
+    put16(buf + 30, 0xFFFF);
+    return SLUICE_LOV_V1_SIZE;
+}

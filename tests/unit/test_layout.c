@@ -1,0 +1,98 @@
+/* Unit tests of layouts at create (src/layout/layout_format.c): the
+ * SLUICE_LAYOUT setting, each class's layout, CephFS's ceph.file.layout
+ * value and the bytes of Lustre's lov_user_md v1 against its documented
+ * struct (lustre_user.h: magic, pattern, 16-byte object id, stripe size,
+ * stripe count, stripe offset; packed, 32 bytes). */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+#include "layout/layout.h"
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint16_t le16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+int main(void)
+{
+    struct sluice_layout_spec s;
+    struct sluice_layout l;
+    unsigned char lov[64];
+    char v[160];
+
+    /* the setting */
+    CHECK_EQ(sluice_layout_parse("", &s), 0);
+    CHECK_EQ(s.want, SLUICE_LAYOUT_DEFAULT);
+    CHECK_EQ(sluice_layout_parse("auto", &s), 0);
+    CHECK_EQ(s.want, SLUICE_LAYOUT_AUTO);
+    CHECK_EQ(sluice_layout_parse("off", &s), 0);
+    CHECK_EQ(s.want, SLUICE_LAYOUT_OFF);
+    CHECK_EQ(sluice_layout_parse("stripe_count=4,stripe_size=1M", &s), 0);
+    CHECK_EQ(s.want, SLUICE_LAYOUT_FIXED);
+    CHECK_EQ(s.fixed.stripe_count, 4);
+    CHECK_EQ(s.fixed.stripe_size, 1 << 20);
+    CHECK_EQ(s.fixed.object_size, 0);
+    CHECK_EQ(sluice_layout_parse("stripe_count=-1,stripe_size=4m,object_size=8M", &s), 0);
+    CHECK_EQ(s.fixed.stripe_count, -1);
+    CHECK_EQ(s.fixed.object_size, 8 << 20);
+    CHECK_EQ(sluice_layout_parse("stripe_count=2", &s), 0);
+    CHECK_EQ(s.fixed.stripe_size, 4 << 20);
+    CHECK_EQ(sluice_layout_parse("stripes=2", &s), -EINVAL);
+    CHECK_EQ(s.want, SLUICE_LAYOUT_DEFAULT);
+    CHECK_EQ(sluice_layout_parse("stripe_count=0", &s), -EINVAL);
+    CHECK_EQ(sluice_layout_parse("stripe_count=2,", &s), -EINVAL);
+    CHECK_EQ(sluice_layout_parse("stripe_size=1X", &s), -EINVAL);
+    CHECK_EQ(sluice_layout_parse("stripe_count=70000", &s), -EINVAL);
+
+    /* classes: one process's file, a file shared by a communicator */
+    l = sluice_layout_for_class(1, 1 << 20);
+    CHECK_EQ(l.stripe_count, 1);
+    CHECK_EQ(l.stripe_size, 4 << 20);
+    l = sluice_layout_for_class(4, 1 << 20);
+    CHECK_EQ(l.stripe_count, 4);
+    CHECK_EQ(l.stripe_size, 1 << 20);
+    l = sluice_layout_for_class(1024, 16 << 20);
+    CHECK_EQ(l.stripe_count, 16);
+    CHECK_EQ(l.stripe_size, 16 << 20);
+
+    /* CephFS */
+    l = (struct sluice_layout){.stripe_count = 4, .stripe_size = 1 << 20};
+    CHECK(sluice_layout_ceph_value(&l, v, sizeof v) > 0);
+    CHECK_STR(v, "stripe_unit=1048576 stripe_count=4 object_size=4194304");
+    l = (struct sluice_layout){.stripe_count = 1, .stripe_size = 4 << 20};
+    CHECK(sluice_layout_ceph_value(&l, v, sizeof v) > 0);
+    CHECK_STR(v, "stripe_unit=4194304 stripe_count=1 object_size=4194304");
+    l = (struct sluice_layout){.stripe_count = 2, .stripe_size = 1 << 20, .object_size = 3 << 19};
+    CHECK_EQ(sluice_layout_ceph_value(&l, v, sizeof v), -1);   /* object not a multiple of the unit */
+    l = (struct sluice_layout){.stripe_count = 2, .stripe_size = 4096};
+    CHECK_EQ(sluice_layout_ceph_value(&l, v, sizeof v), -1);   /* unit under 64 KiB */
+    l = (struct sluice_layout){.stripe_count = 4, .stripe_size = 1 << 20};
+    CHECK_EQ(sluice_layout_ceph_value(&l, v, 10), -1);
+
+    /* Lustre lov_user_md v1 */
+    memset(lov, 0xAA, sizeof lov);
+    l = (struct sluice_layout){.stripe_count = 8, .stripe_size = 4 << 20};
+    CHECK_EQ(sluice_layout_lustre_value(&l, lov, sizeof lov), 32);
+    CHECK_EQ(le32(lov), 0x0BD10BD0u);          /* lmm_magic: LOV_USER_MAGIC_V1 */
+    CHECK_EQ(le32(lov + 4), 1);                /* lmm_pattern: LOV_PATTERN_RAID0 */
+    for (int i = 8; i < 24; i++)               /* lmm_oi: zero */
+        CHECK_EQ(lov[i], 0);
+    CHECK_EQ(le32(lov + 24), 4 << 20);         /* lmm_stripe_size */
+    CHECK_EQ(le16(lov + 28), 8);               /* lmm_stripe_count */
+    CHECK_EQ(le16(lov + 30), 0xFFFF);          /* lmm_stripe_offset: -1, the MDS chooses */
+    CHECK_EQ(lov[32], 0xAA);                   /* nothing written past the struct */
+    l = (struct sluice_layout){.stripe_count = -1, .stripe_size = 1 << 20};
+    CHECK_EQ(sluice_layout_lustre_value(&l, lov, sizeof lov), 32);
+    CHECK_EQ(le16(lov + 28), 0xFFFF);          /* -1: every OST */
+    CHECK_EQ(sluice_layout_lustre_value(&l, lov, 31), -1);
+    l = (struct sluice_layout){.stripe_count = 2, .stripe_size = 100000};
+    CHECK_EQ(sluice_layout_lustre_value(&l, lov, sizeof lov), -1);   /* not a multiple of 64 KiB */
+    return done();
+}
