@@ -46,6 +46,12 @@ struct out {
  * suffice, the region is written plain. zin stages the region's bytes so
  * that deflate sees large pieces, not field by field. */
 static _Alignas(16) unsigned char zmem[320 * 1024];
+
+/* zlib's level: 6, its default. Level 1 writes a log of many records in
+ * about half the time but 16 % larger (docs/logformat.md): size first. */
+#ifndef SLUICE_LOG_ZLEVEL
+#define SLUICE_LOG_ZLEVEL Z_DEFAULT_COMPRESSION
+#endif
 static size_t zmem_used;
 static unsigned char zin[64 * 1024];
 static size_t zin_used;
@@ -258,7 +264,11 @@ static void put_le(unsigned char *p, uint64_t v, int n)
 }
 
 /* Copy a record's counters, under its lock when it can be taken at once
- * (from a signal handler the holder may be the interrupted thread). */
+ * (from a signal handler the holder may be the interrupted thread). The
+ * integer sides go out as they are stored on a little-endian host (one copy
+ * each), the times scaled to seconds through a small staging array. */
+#define HOST_LE (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+
 static void emit_record(struct out *o, struct sluice_record *r, double seconds_per_tick)
 {
     int locked = sluice_record_trylock(r);
@@ -268,13 +278,27 @@ static void emit_record(struct out *o, struct sluice_record *r, double seconds_p
     out_u32(o, 0);
     for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
         const int64_t *ic = sluice_record_ints(r, side);
-        for (int i = 0; i < r->ni; i++)
-            out_u64(o, (uint64_t)ic[i]);
+        if (HOST_LE) {
+            out_bytes(o, ic, sizeof *ic * (size_t)r->ni);
+        } else {
+            for (int i = 0; i < r->ni; i++)
+                out_u64(o, (uint64_t)ic[i]);
+        }
     }
     for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
         const double *fc = sluice_record_floats(r, side);
-        for (int i = 0; i < r->nf; i++)
-            out_f64(o, fc[i] * seconds_per_tick);   /* every float counter is a time */
+        double sec[64];
+        for (int i0 = 0; i0 < r->nf; i0 += 64) {
+            int k = r->nf - i0 < 64 ? r->nf - i0 : 64;
+            for (int i = 0; i < k; i++)
+                sec[i] = fc[i0 + i] * seconds_per_tick;   /* every float counter is a time */
+            if (HOST_LE) {
+                out_bytes(o, sec, sizeof *sec * (size_t)k);
+            } else {
+                for (int i = 0; i < k; i++)
+                    out_f64(o, sec[i]);
+            }
+        }
     }
     if (locked)
         sluice_record_unlock(r);
@@ -404,23 +428,50 @@ static void emit(struct out *o, enum content what, const struct source *src)
     }
 }
 
+/* The bytes emit() gives for `what`: counted from the records for the
+ * large regions (the records to write are fixed, their sizes do not
+ * change), by a dry run of emit() for the small ones. */
+static uint64_t region_size(enum content what, const struct source *src)
+{
+    uint64_t n;
+
+    switch (what) {
+    case C_NAMES:
+        n = 4;
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
+            if (rec->log_gen == src->gen)
+                n += 12 + strlen(rec->path);
+        return n;
+    case C_MODULE:
+        n = 8;
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
+            if (rec->module == src->module && rec->log_gen == src->gen)
+                n += 16 + 16 * (uint64_t)rec->ni + 16 * (uint64_t)rec->nf;
+        return n;
+    default: {
+        struct out dry = {.counting = 1};
+        emit(&dry, what, src);
+        return dry.counted;
+    }
+    }
+}
+
 /* One region, deflated when `compress` and zlib gets its memory, else
- * plain. Its inflated size goes before the stream: a dry run counts it
- * (the records to write are fixed, their sizes do not change). */
+ * plain. Its inflated size goes before the stream. */
 static void put_region(struct out *o, struct region *r, uint32_t type, uint32_t version, int compress,
                        enum content what, const struct source *src)
 {
     struct out dry = {.counting = 1};
 
     if (compress) {
-        emit(&dry, what, src);
+        dry.counted = region_size(what, src);
         zmem_used = 0;
         memset(&zs, 0, sizeof zs);
         zs.zalloc = zmem_alloc;
         zs.zfree = zmem_free;
         /* readers take a stream and its inflated size under 4 GiB */
         compress = dry.counted < UINT32_MAX - 1 &&
-                   deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+                   deflateInit2(&zs, SLUICE_LOG_ZLEVEL, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
     }
     if (!compress) {
         region_begin(o, r, type, version);
