@@ -112,6 +112,23 @@ def testbed_mount():
         testbed.down()
 
 
+@pytest.fixture(scope="session")
+def cephfs_mount():
+    """The CephFS testbed mount (per-file layouts), started for the session
+    if it is not up (about 20 s the first time), stopped after if started."""
+    from sluice.testbed import cephfs
+
+    if os.geteuid() != 0:
+        pytest.fail("the cephfs tier needs root (network namespace, FUSE mount)")
+    started = False
+    if not cephfs.status().get("running"):
+        cephfs.up()
+        started = True
+    yield Path(cephfs.status()["mountpoint"])
+    if started:
+        cephfs.down()
+
+
 # The file systems the counter and byte-identity tests run on.
 TARGETS = ["tmpfs", "disk", pytest.param("testbed", marks=pytest.mark.testbed)]
 

@@ -4,6 +4,7 @@ and assembles the results document."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 import time
@@ -82,7 +83,7 @@ def make_plans(
         allowed = wl.allowed_variants
         for v in vnames:
             variants_mod.get(v)
-            if allowed is not None and v not in allowed:
+            if allowed is not None and not any(fnmatch.fnmatchcase(v, a) for a in allowed):
                 raise UserError(f"workload {n} runs only as {', '.join(allowed)}, not {v}")
         plans.append(
             Plan(

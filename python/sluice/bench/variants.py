@@ -21,6 +21,7 @@ class Variant:
     name: str
     mode: str | None  # the ``sluice run --mode`` value; None = the program alone
     help: str
+    layout: str | None = None  # the ``sluice run --layout`` value (new files' layout on CephFS, Lustre)
 
     def command(self, argv: list[str], log_dir: Path | None, paths: Sequence[Path] = ()) -> list[str]:
         """The command line that runs ``argv`` as this variant; sluice manages
@@ -34,6 +35,7 @@ class Variant:
             "--mode", self.mode,
             "--log-dir", str(log_dir),
             "--quiet",
+            *(["--layout", self.layout] if self.layout else []),
             *[a for p in paths for a in ("--path", str(p))],
             "--",
             *argv,
@@ -63,7 +65,16 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
+# Layout variants (CephFS, Lustre): ``layout:SPEC`` runs under profile mode
+# with ``--layout SPEC`` (off, auto, or stripe_count=N,stripe_size=S), so
+# that layouts are compared at the same cost (docs/layout.md).
+LAYOUT_PREFIX = "layout:"
+
+
 def get(name: str) -> Variant:
+    if name.startswith(LAYOUT_PREFIX) and len(name) > len(LAYOUT_PREFIX):
+        spec = name[len(LAYOUT_PREFIX):]
+        return Variant(name, "profile", f"under `sluice run --mode profile --layout {spec}`", layout=spec)
     try:
         return VARIANTS[name]
     except KeyError:

@@ -113,7 +113,50 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
         con.print(f"Node-local tier (stage/auto): {len(staged):,} file{'s' if len(staged) != 1 else ''} staged "
                   f"({opens:,} open{'s' if opens != 1 else ''} served by the tier); {max(0, others):,} other opened "
                   f"file{'s' if others != 1 else ''} went to the tier below (auto: buffer)", soft_wrap=True)
+    _layout_table(con, job, top)
     return buf.getvalue()
+
+
+LAYOUT_COUNTERS = ("POSIX_LAYOUT_SETS", "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_FAILS")
+
+
+def layout_rows(files) -> list[dict]:
+    """The layout decisions at create (docs/layout.md), one row per file that
+    had one: set (its stripe count and size, shared or one process's), left
+    alone (the file existed; its directory has a layout of its own) or failed."""
+    rows = []
+    for f in files:
+        c = {k: int(f.app.get(k, 0)) for k in (*LAYOUT_COUNTERS, "POSIX_LAYOUT_STRIPES", "POSIX_LAYOUT_STRIPE_BYTES",
+                                                "POSIX_LAYOUT_SHARED")}
+        if not any(c[k] for k in LAYOUT_COUNTERS):
+            continue
+        sets = c["POSIX_LAYOUT_SETS"]
+        if sets:
+            decision = "shared file: many stripes" if c["POSIX_LAYOUT_SHARED"] else "set"
+        elif c["POSIX_LAYOUT_FAILS"]:
+            decision = "failed: file system default"
+        elif c["POSIX_LAYOUT_DIR_KEPT"]:
+            decision = "kept: the directory's layout"
+        else:
+            decision = "kept: the file existed"
+        rows.append({"path": f.path, "decision": decision,
+                     "stripe_count": c["POSIX_LAYOUT_STRIPES"] // sets if sets else None,
+                     "stripe_size": c["POSIX_LAYOUT_STRIPE_BYTES"] // sets if sets else None, **c})
+    return rows
+
+
+def _layout_table(con: Console, job: Job, top: int) -> None:
+    rows = layout_rows(job.files)
+    if not rows:
+        return
+    t = Table(title=f"Layouts at create ({len(rows)} file{'s' if len(rows) != 1 else ''}; first {top})",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for col, just in (("file", "left"), ("decision", "left"), ("stripes", "right"), ("stripe size", "right")):
+        t.add_column(col, justify=just, overflow="fold")
+    for r in sorted(rows, key=lambda r: r["path"])[:top]:
+        t.add_row(r["path"], r["decision"], "" if r["stripe_count"] is None else str(r["stripe_count"]),
+                  "" if r["stripe_size"] is None else human_bytes(r["stripe_size"]))
+    con.print(t)
 
 
 def _pattern_table(con: Console, job: Job, top: int) -> None:

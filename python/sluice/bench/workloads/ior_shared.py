@@ -63,7 +63,8 @@ class IorShared(Workload):
     summary = "IOR-style strided shared file (or file per process) through MPI-IO: OMPIO, ROMIO, hints vs acb"
     reads = False
     variants = ("plain",)
-    allowed_variants = ("plain",)
+    # a layout variant (layout:SPEC) sets the layout of the file each method creates
+    allowed_variants = ("plain", "layout:*")
     native_programs = ("sluice-bench-ior-shared",)
     params = (
         Param("procs", 4, "MPI ranks"),
@@ -123,7 +124,9 @@ class IorShared(Workload):
                 *file_args, "--piece", str(piece), "--per-rank",
                 str(p["per_rank"]), "--api", api, "--layout", p["layout"], "--check",
                 *(["--hints", hints] if hints else [])]
-        variant = Variant("acb", "acb", "") if acb else Variant("plain", None, "")
+        layout = ctx.variant.layout
+        variant = Variant("acb", "acb", "", layout=layout) if acb else \
+            Variant("layout", "profile", "", layout=layout) if layout else Variant("plain", None, "")
         logs = ctx.scratch / f"logs-{name}-{piece}"
         logs.mkdir(parents=True, exist_ok=True)
         env = {**variant.env(), "OMPI_MCA_io": io}

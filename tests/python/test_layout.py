@@ -1,0 +1,138 @@
+"""Layouts at create (docs/layout.md): a NEW file on CephFS gets the layout of
+its class (or SLUICE_LAYOUT's) before its first write, shown by
+`getfattr -n ceph.file.layout`, with its bytes intact; a file that existed or
+whose directory has a layout of its own is left alone; a layout that cannot be
+set is counted, never the program's error. The CephFS tests run on the CephFS
+testbed (marker cephfs, root); the byte layout of Lustre's attribute is
+unit-tested in C (tests/unit/test_layout.c)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import NATIVE, file_entry, report_json, sluice
+
+MiB = 1 << 20
+LAYOUT = ("POSIX_LAYOUT_SETS", "POSIX_LAYOUT_STRIPES", "POSIX_LAYOUT_STRIPE_BYTES", "POSIX_LAYOUT_SHARED",
+          "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_FAILS")
+
+
+def layout_counters(logdir: Path, path: Path) -> dict:
+    app = file_entry(report_json(logdir), path)["app"]
+    return {k: app[k] for k in LAYOUT if app.get(k)}
+
+
+def ceph_layout(path: Path, name: str = "ceph.file.layout") -> str:
+    out = subprocess.run(["getfattr", "--only-values", "-n", name, str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    return out.strip()
+
+
+def write_file(logdir: Path, path: Path, size: int, *run_args: str) -> bytes:
+    """`size` bytes written into `path` by dd under `sluice run RUN_ARGS`; returns them."""
+    data = bytes((i * 7 + 3) & 0xFF for i in range(size))
+    src = logdir.parent / "src.bin"
+    src.write_bytes(data)
+    sluice("run", "--log-dir", str(logdir), *run_args, "--", "dd", f"if={src}", f"of={path}", "bs=1M",
+           "status=none")
+    return data
+
+
+@pytest.fixture
+def cdir(cephfs_mount):
+    d = Path(tempfile.mkdtemp(prefix="sluice-layout-", dir=cephfs_mount))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.cephfs
+def test_layout_set_at_create(cdir, logdir):
+    f = cdir / "out.bin"
+    data = write_file(logdir, f, 5 * MiB + 123, "--layout", "stripe_count=3,stripe_size=1M")
+    assert ceph_layout(f) == "stripe_unit=1048576 stripe_count=3 object_size=4194304 pool=cephfs_data"
+    assert f.read_bytes() == data
+    assert layout_counters(logdir, f) == {"POSIX_LAYOUT_SETS": 1, "POSIX_LAYOUT_STRIPES": 3,
+                                          "POSIX_LAYOUT_STRIPE_BYTES": MiB}
+    assert "Layouts at create" in sluice("report", str(logdir)).stdout
+
+
+@pytest.mark.cephfs
+def test_auto_mode_one_stripe_staged_file(cdir, logdir):
+    """--mode auto stages a new file; its publish creates it with one stripe
+    (file per process)."""
+    f = cdir / "fpp.bin"
+    data = write_file(logdir, f, 3 * MiB, "--mode", "auto", "--layout", "stripe_count=1,stripe_size=64K,object_size=1M")
+    assert ceph_layout(f) == "stripe_unit=65536 stripe_count=1 object_size=1048576 pool=cephfs_data"
+    assert f.read_bytes() == data
+    assert layout_counters(logdir, f)["POSIX_LAYOUT_SETS"] == 1
+
+
+@pytest.mark.cephfs
+def test_existing_file_and_directory_layout_kept(cdir, logdir, tmp_path):
+    old = cdir / "old.bin"
+    old.write_bytes(b"")
+    subprocess.run(["setfattr", "-n", "ceph.file.layout.stripe_count", "-v", "2", str(old)], check=True)
+    before = ceph_layout(old)
+    data = write_file(logdir, old, MiB, "--layout", "stripe_count=5,stripe_size=1M")
+    assert ceph_layout(old) == before and "stripe_count=2" in before
+    assert old.read_bytes() == data
+    assert layout_counters(logdir, old) == {"POSIX_LAYOUT_EXISTING": 1}
+
+    sub = cdir / "sub"
+    sub.mkdir()
+    subprocess.run(["setfattr", "-n", "ceph.dir.layout.stripe_count", "-v", "6", str(sub)], check=True)
+    f = sub / "new.bin"
+    logs2 = tmp_path / "logs2"
+    write_file(logs2, f, MiB, "--layout", "stripe_count=5,stripe_size=1M")
+    assert "stripe_count=6" in ceph_layout(f)
+    assert layout_counters(logs2, f) == {"POSIX_LAYOUT_DIR_KEPT": 1}
+
+
+@pytest.mark.cephfs
+def test_layout_failure_is_not_the_programs(cdir, logdir):
+    """A layout CephFS refuses (object size not a multiple of the unit): the
+    file gets the default, the program succeeds, the failure is counted."""
+    f = cdir / "bad.bin"
+    data = write_file(logdir, f, 2 * MiB, "--layout", "stripe_count=2,stripe_size=1M,object_size=1536K")
+    assert "stripe_count=1" in ceph_layout(f)
+    assert f.read_bytes() == data
+    assert layout_counters(logdir, f) == {"POSIX_LAYOUT_FAILS": 1}
+
+
+@pytest.mark.cephfs
+def test_shared_mpi_file_many_stripes(cdir, logdir):
+    """MPI_File_open(MPI_MODE_CREATE) by 4 ranks under --mode auto: a stripe
+    per rank of the aggregation unit (--acb-stripe-size)."""
+    if not shutil.which("mpirun"):
+        pytest.fail("mpirun is missing (scripts/setup installs Open MPI)")
+    f = cdir / "shared.dat"
+    env = {"OMPI_MCA_io": "romio321", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    sluice("run", "--mode", "auto", "--acb-stripe-size", "512K", "--log-dir", str(logdir), "--",
+           "mpirun", "--oversubscribe", "-np", "4", str(NATIVE / "sluice-bench-ior-shared"),
+           "--file", str(f), "--piece", str(MiB), "--per-rank", str(4 * MiB), "--layout", "blocked", "--check",
+           env=env)
+    assert ceph_layout(f) == "stripe_unit=524288 stripe_count=4 object_size=2097152 pool=cephfs_data"
+    assert f.stat().st_size == 16 * MiB
+    c = layout_counters(logdir, f)
+    assert c["POSIX_LAYOUT_SETS"] == 1 and c["POSIX_LAYOUT_SHARED"] == 1 and c["POSIX_LAYOUT_STRIPES"] == 4
+
+
+def test_no_layout_file_system_untouched(tmp_path, logdir):
+    """On a file system without per-file layouts nothing is tried or counted."""
+    f = tmp_path / "plain.bin"
+    data = write_file(logdir, f, MiB, "--layout", "stripe_count=4,stripe_size=1M")
+    assert f.read_bytes() == data
+    assert layout_counters(logdir, f) == {}
+
+
+def test_bad_layout_setting_is_reported(tmp_path, logdir):
+    f = tmp_path / "x.bin"
+    cp = sluice("run", "--log-dir", str(logdir), "--layout", "stripes=4", "--", "dd", "if=/dev/zero", f"of={f}",
+                "bs=4k", "count=1", "status=none")
+    assert f.stat().st_size == 4096
+    assert "SLUICE_LAYOUT=stripes=4 is not auto, off or stripe_count=N,stripe_size=S" in cp.stderr
