@@ -32,7 +32,7 @@ from sluice.report.html import esc, write_html  # noqa: E402
 from sluice.report.model import OP_COUNTERS, FileTotals, Job, load_job, merge  # noqa: E402
 
 NATIVE = Path(os.environ.get("SLUICE_NATIVE_DIR") or REPO / "build" / "dev" / "native")
-PLOTS = ["sizes", "ops", "files", "timeline", "time"]
+PLOTS = ["sizes", "ops", "files", "timeline", "time", "heatmap"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -369,7 +369,7 @@ def test_esc() -> None:
 @pytest.mark.parametrize("shape,expected", [
     ("zero", []),
     ("one", PLOTS),
-    ("stdio", ["ops", "files", "timeline", "time"]),
+    ("stdio", ["ops", "files", "timeline", "time", "heatmap"]),
     ("posix", PLOTS),
     ("many", PLOTS),
 ])
@@ -438,3 +438,67 @@ def test_chromium_screenshot(demo: dict, tmp_path: Path) -> None:
     # The read bars of the access-size plot are on screen: the plots rendered.
     read_blue = np.array([0x21, 0x66, 0xAC])
     assert (np.abs(rgb - read_blue).max(axis=1) <= 12).sum() > 500
+
+
+# --------------------------------------------------------------------------
+# the per-rank heatmap
+
+
+MPIRUN = ["mpirun", "--oversubscribe", "-np", "4"]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
+
+
+@pytest.fixture(scope="module")
+def mpi_job(native: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """tests/progs/mpi_write on 4 ranks: each writes 4 KiB to its own file and
+    1 KiB to a shared one, then rank 0 reads the shared file (4 KiB)."""
+    from conftest import bin_path
+
+    d = tmp_path_factory.mktemp("mpi")
+    (d / "data").mkdir()
+    env = dict(os.environ, SLUICE_NATIVE_DIR=str(NATIVE), **MPI_ENV)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "python"), os.environ.get("PYTHONPATH")) if p)
+    subprocess.run([sys.executable, "-m", "sluice", "run", "--quiet", "--log-dir", str(d / "logs"), "--path",
+                    str(d / "data"), "--", *MPIRUN, str(bin_path("mpi_write")), str(d / "data")],
+                   env=env, check=True, capture_output=True, timeout=300)
+    out = d / "report.html"
+    sluice("report", "--html", str(out), str(d / "logs"))
+    return {"job": load_job([d / "logs"]), "text": out.read_text("utf-8")}
+
+
+def test_heatmap_rows_are_ranks_with_exact_bytes(mpi_job: dict) -> None:
+    from sluice.report.heatmap import heatmap
+
+    job = mpi_job["job"]
+    hm = heatmap(job)
+    assert hm.rows == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    assert hm.write.sum(axis=1).tolist() == [5120.0] * 4
+    assert hm.read.sum(axis=1).tolist() == [4096.0, 0.0, 0.0, 0.0]
+    assert len(hm.edges) == 101 and hm.edges[0] == 0.0 and hm.edges[-1] >= job.runtime
+    # Each rank's bytes lie in the bins of its own first-to-last write.
+    for i, log in enumerate(sorted(job.logs, key=lambda l: l.rank)):
+        shift = (log.start_ns - job.start_ns) / 1e9
+        recs = [r for r in log.records if r.module == "POSIX" and r.app["POSIX_BYTES_WRITTEN"] > 0]
+        lo = min(r.app["POSIX_F_WRITE_START_TIMESTAMP"] for r in recs) + shift
+        hi = max(r.app["POSIX_F_WRITE_END_TIMESTAMP"] for r in recs) + shift
+        bins = np.nonzero(hm.write[i])[0]
+        w = hm.bin_seconds
+        assert bins.min() >= int(lo / w) - 1 and bins.max() <= int(hi / w) + 1, (i, bins, lo, hi, w)
+
+
+def test_heatmap_in_the_page(mpi_job: dict) -> None:
+    text = mpi_job["text"]
+    page = Page(text)
+    assert "plot-heatmap" in page.figures
+    caption = page.alltext[page.alltext.index("Bytes per process over time"):]
+    assert "One row per process (4 rows; read 4.0 KiB, written 20.0 KiB), 100 bins of" in caption
+    check_png(pngs(page)[page.figures.index("plot-heatmap")])
+
+
+def test_heatmap_spreads_an_interval_evenly() -> None:
+    from sluice.report.heatmap import _spread
+
+    edges = np.linspace(0.0, 1.0, 5)
+    got = _spread(edges, np.array([0.25, 0.6, 0.9]), np.array([0.75, 0.6, 2.0]), np.array([1000, 7, 0]))
+    # [0.25, 0.75] halves into bins 1 and 2; the instant at 0.6 is one bin; no bytes, nothing
+    assert got.tolist() == [0.0, 500.0, 507.0, 0.0]

@@ -13,11 +13,13 @@ import os
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 from matplotlib import rc_context, rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from sluice.report.heatmap import heatmap
 from sluice.report.model import FileTotals, Job
 from sluice.report.tables import any_positive
 from sluice.report.text import BUCKET_LABELS, BUCKETS, total
@@ -414,13 +416,56 @@ def time_split(job: Job) -> Plot:
                 alt="Stacked bars of read, write and metadata time, app and fs")
 
 
+# --------------------------------------------------------------------------
+# (f) heatmap: bytes per process over time
+
+
+def _bytes_label(v: float) -> str:
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if v >= f:
+            return f"{v / f:.1f} {unit}"
+    return f"{v:.0f} B"
+
+
+def rank_heatmap(job: Job) -> Plot:
+    title = "Bytes per process over time (heatmap)"
+    hm = heatmap(job)
+    if hm is None:
+        return Plot("heatmap", title, None, "No POSIX or STDIO bytes were recorded.")
+    panels = [(k, m) for k, m in (("read", hm.read), ("written", hm.write)) if m.any()]
+    nrows = len(hm.rows)
+    fig = _new_figure(1.2 + len(panels) * (0.6 + min(0.22 * nrows, 5.0)))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    extent = (hm.edges[0], hm.edges[-1], nrows - 0.5, -0.5)
+    for ax, (kind, m) in zip(axes, panels):
+        shown = np.ma.masked_equal(m, 0.0)
+        im = ax.imshow(shown, aspect="auto", interpolation="nearest", extent=extent, vmin=0.0, vmax=float(m.max()),
+                       cmap="Blues" if kind == "read" else "Reds")
+        step = max(1, nrows // 16)
+        ax.set_yticks(range(0, nrows, step), [hm.rows[i] for i in range(0, nrows, step)], fontsize=7)
+        ax.set_title(f"bytes {kind}", fontsize=9, loc="left")
+        cb = fig.colorbar(im, ax=ax, pad=0.01, fraction=0.04)
+        cb.ax.tick_params(labelsize=7)
+        cb.set_label("bytes per bin", fontsize=7)
+    axes[-1].set_xlabel("seconds since the job started")
+    totals = ", ".join(f"{kind} {_bytes_label(float(m.sum()))}" for kind, m in panels)
+    return Plot("heatmap", title, _png(fig),
+                f"One row per process ({nrows} rows; {totals}), {len(hm.edges) - 1} bins of "
+                f"{hm.bin_seconds:.6g} s, application side of POSIX and STDIO. The logs hold each file's first "
+                "and last read and write per process, not each call's time: a record's bytes are spread evenly "
+                "from its first to its last access, so a file written in two bursts shows as written steadily "
+                "in between; totals per row are exact.",
+                alt="Heatmap of bytes read and written per process and time bin")
+
+
 def all_plots(job: Job, top: int = 20) -> list[Plot]:
     """Every plot of the report, in page order."""
     rc = {"font.size": 9, "axes.spines.top": False, "axes.spines.right": False, "hatch.linewidth": 0.6}
     if "text.parse_math" in rcParams:
         rc["text.parse_math"] = False  # a "$" in a path is a character, not mathtext
     with rc_context(rc):
-        return [access_sizes(job), op_counts(job), ops_per_file(job, top), timeline(job, top), time_split(job)]
+        return [access_sizes(job), op_counts(job), ops_per_file(job, top), timeline(job, top), time_split(job),
+                rank_heatmap(job)]
 
 
 __all__ = ["Plot", "all_plots", "short_labels", "printable", "OP_KINDS"]
