@@ -43,13 +43,7 @@ if [ -s "$RUN/mountpoint" ] && fuse_alive; then
 fi
 
 # ---------------------------------------------------------------- namespace
-if ! has_netns; then
-    ip netns add "$NS"
-    echo "$NS" > "$RUN/netns.created-by-us"
-    log "created network namespace $NS"
-fi
-ip -n "$NS" link set lo up
-ip -n "$NS" -4 addr show dev lo | grep -qF " $ADDR/" || ip -n "$NS" addr add "$ADDR/32" dev lo
+netns_up
 
 # ---------------------------------------------------------------- config (rewritten each time)
 [ -s "$STATE/etc/fsid" ] || uuidgen > "$STATE/etc/fsid"

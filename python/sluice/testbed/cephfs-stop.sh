@@ -64,14 +64,7 @@ if [ -d "$RUN" ]; then
 
     # 3. the delay rule, and the namespace if cephfs-start.sh created it
     nfq_rule_del
-    if [ -s "$RUN/netns.created-by-us" ] && [ "$(< "$RUN/netns.created-by-us")" = "$NS" ]; then
-        if has_netns; then
-            left=$(ip netns pids "$NS" 2> /dev/null | tr '\n' ' ')
-            [ -z "$left" ] || log "warning: processes still in namespace $NS: $left"
-            ip netns del "$NS" && log "deleted network namespace $NS"
-        fi
-        rm -f "$RUN/netns.created-by-us"
-    fi
+    netns_down
 else
     log "nothing to stop ($RUN does not exist)"
 fi

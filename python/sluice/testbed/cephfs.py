@@ -15,10 +15,10 @@ file; settings come from ``SLUICE_CEPHFS_*`` environment variables (see
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sluice import testbed
 from sluice.errors import UserError
 from sluice.testbed import (
     MAX_DELAY_US,
@@ -43,14 +43,8 @@ MON_PORT = 3300
 FSTYPE = "fuse.ceph-fuse"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Where the CephFS testbed lives; read from the environment at each call."""
-
-    state_dir: Path
-    netns: str
-    addr: str
-    mountpoint: Path
+class Settings(testbed.Settings):
+    """Where the CephFS testbed lives (SLUICE_CEPHFS_*); read at each call."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -61,10 +55,6 @@ class Settings:
             addr=env.get("SLUICE_CEPHFS_ADDR") or DEFAULT_ADDR,
             mountpoint=Path(env.get("SLUICE_CEPHFS_MOUNTPOINT") or DEFAULT_MOUNTPOINT),
         )
-
-    @property
-    def run_dir(self) -> Path:
-        return self.state_dir / "run"
 
     @property
     def conf(self) -> Path:
@@ -128,7 +118,7 @@ def status() -> dict[str, Any]:
         "mounted": mounted,
         "fstype": fstype,
         "netns": s.netns,
-        "netns_exists": (Path("/run/netns") / s.netns).exists(),
+        "netns_exists": s.netns_file.exists(),
         "address": f"{s.addr}:{MON_PORT}",
         **daemons,
         "osds": osds,

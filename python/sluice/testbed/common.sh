@@ -184,8 +184,32 @@ node_down() {
     fi
 }
 
-# ---------------------------------------------------------------- shared by start scripts
+# ---------------------------------------------------------------- shared by start and stop scripts
 TESTBED_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# netns_up: the daemons' namespace (created if missing, and then marked as
+# ours), its loopback up with $ADDR on it
+netns_up() {
+    if ! has_netns; then
+        ip netns add "$NS"
+        echo "$NS" > "$RUN/netns.created-by-us"
+        log "created network namespace $NS"
+    fi
+    ip -n "$NS" link set lo up
+    ip -n "$NS" -4 addr show dev lo | grep -qF " $ADDR/" || ip -n "$NS" addr add "$ADDR/32" dev lo
+}
+# netns_down: delete the namespace if netns_up created it
+netns_down() {
+    local left
+    if [ -s "$RUN/netns.created-by-us" ] && [ "$(< "$RUN/netns.created-by-us")" = "$NS" ]; then
+        if has_netns; then
+            left=$(ip netns pids "$NS" 2> /dev/null | tr '\n' ' ')
+            [ -z "$left" ] || log "warning: processes still in namespace $NS: $left"
+            ip netns del "$NS" && log "deleted network namespace $NS"
+        fi
+        rm -f "$RUN/netns.created-by-us"
+    fi
+}
 
 # install_missing PACKAGE...: apt-get install them (none: nothing to do)
 install_missing() {
