@@ -168,9 +168,9 @@ static int mode_is_acb(const char *abs_path)
  * (st_blksize: the stripe on Lustre, the 64 KiB block on MooseFS), at least
  * SLUICE_ACB_DEFAULT_DIRECT; on a synchronous mount, where each write makes
  * its own round trip to the servers before it returns, at least one stripe
- * (SLUICE_ACB_DEFAULT_STRIPE), as on Lustre. The MPI_Info hint
+ * (SLUICE_ACB_STRIPE_SIZE), as on Lustre. The MPI_Info hint
  * sluice_acb_direct_size overrides it. */
-static int64_t direct_unit(const char *abs_path)
+static int64_t direct_unit(const char *abs_path, int64_t stripe)
 {
     struct stat sb;
     struct statvfs vfs;
@@ -178,8 +178,10 @@ static int64_t direct_unit(const char *abs_path)
 
     if (SLUICE_REAL(stat)(abs_path, &sb) == 0 && sb.st_blksize > unit)
         unit = sb.st_blksize;
-    if (statvfs(abs_path, &vfs) == 0 && (vfs.f_flag & ST_SYNCHRONOUS) && unit < SLUICE_ACB_DEFAULT_STRIPE)
-        unit = SLUICE_ACB_DEFAULT_STRIPE;
+    if (stripe <= 0)
+        stripe = SLUICE_ACB_DEFAULT_STRIPE;
+    if (statvfs(abs_path, &vfs) == 0 && (vfs.f_flag & ST_SYNCHRONOUS) && unit < stripe)
+        unit = stripe;
     return unit;
 }
 
@@ -634,7 +636,7 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
                                              .stripe_size = sluice_cfg.acb_stripe_size,
                                              .write_size = sluice_cfg.acb_write_size,
                                              .max_memory = sluice_cfg.acb_max_memory,
-                                             .direct_size = direct_unit(rec->path)};
+                                             .direct_size = direct_unit(rec->path, sluice_cfg.acb_stripe_size)};
         sluice_acb_hints_apply(&f->hints, info);
         if (SLUICE_PMPI(Comm_dup)(comm, &f->comm) == MPI_SUCCESS) {
             f->aggregating = 1;
