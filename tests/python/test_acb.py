@@ -9,6 +9,7 @@ a level with fewer boxes than ranks."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -274,8 +275,6 @@ def sync_mount(tmp_path):
     """A tmpfs mounted synchronous (`-o sync`), as the testbed's node
     clients with the write cache off: each write must reach the file system
     before it returns."""
-    import os
-
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mnt = tmp_path / "sync"
