@@ -157,15 +157,17 @@ void sluice_fd_forget(int fd)
  * the path, answering EFAULT for a bad pointer), then the descriptor is
  * recorded as the pass-through stack would have. */
 /* Pass-through modes set a layout only when SLUICE_LAYOUT asks for one in
- * every mode (layout/layout.h). */
-static int layout_before(int dirfd, const char *path, int flags, int *fresh)
+ * every mode (layout/layout.h): the flags for the open. */
+static int layout_create(int dirfd, const char *path, int flags, mode_t mode, int *created)
 {
     char abs[PATH_MAX];
+    struct sluice_record *rec;
 
     if (!sluice_user_str_ok(path) || sluice_policy_skip_fast(path) ||
-        sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
-        return 0;
-    return sluice_layout_before(dirfd, path, abs, flags, SLUICE_MODE_PROFILE, fresh);
+        sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs) ||
+        (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL)
+        return flags;
+    return sluice_layout_create(dirfd, path, abs, flags, mode, SLUICE_MODE_PROFILE, rec, created);
 }
 
 static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mode)
@@ -173,11 +175,18 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
     char abs[PATH_MAX];
     struct sluice_file *f;
     struct sluice_record *rec;
-    int fresh = 0, extra = (flags & O_CREAT) ? layout_before(dirfd, path, flags, &fresh) : 0;
-    uint64_t t0 = sluice_now();
-    int fd = SLUICE_REAL(openat)(dirfd, path, flags | extra, mode);
-    uint64_t t1 = sluice_now();
-    int err = fd < 0 ? -errno : 0;
+    int created = 0;
+    uint64_t t0, t1;
+    int fd, err;
+
+    if (flags & O_CREAT)
+        flags = layout_create(dirfd, path, flags, mode, &created);
+    t0 = sluice_now();
+    fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+    t1 = sluice_now();
+    err = fd < 0 ? -errno : 0;
+    if (fd < 0)
+        sluice_layout_undo(dirfd, path, created);
 
     if (err == -EFAULT)
         return err;
@@ -190,8 +199,6 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
         sluice_count_error(rec, SLUICE_SIDES_BOTH);
         return err;
     }
-    if (fresh)
-        sluice_layout_created(fd, abs, flags, extra, rec, fresh);
     if ((f = file_alloc()) == NULL || sluice_stack_build(f, SLUICE_MODE_PROFILE) != 0) {
         if (f)
             sluice_file_put(f);

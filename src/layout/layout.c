@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/diag.h"
@@ -76,53 +77,27 @@ static void add(struct sluice_record *r, int c, int64_t v)
     sluice_record_unlock(r);
 }
 
-int sluice_layout_before(int dirfd, const char *path, const char *abs, int flags, int mode, int *fresh)
+/* The decision for the new, empty file at fd, counted in rec. */
+static void decide(int fd, const char *abs, const struct sluice_layout_ops *ops, const char *root,
+                   struct sluice_record *rec, uint64_t t0)
 {
-    const struct sluice_layout_ops *ops;
-    const char *root;
-    struct stat st;
-    int saved = errno;
-
-    *fresh = 0;
-    if (!(flags & O_CREAT) || (flags & (O_DIRECTORY | O_PATH)) || (flags & __O_TMPFILE) == __O_TMPFILE ||
-        !wanted(mode) || (ops = ops_for(abs, &root)) == NULL)
-        return 0;
-    /* a file that exists keeps its layout (the open below may still
-     * create it if it goes in between: then it keeps the default) */
-    *fresh = SLUICE_REAL(fstatat)(dirfd, path, &st, 0) == 0 ? 2 : errno == ENOENT ? 1 : 0;
-    errno = saved;
-    return *fresh == 1 ? ops->create_flags : 0;
-}
-
-/* The decision for the new file at fd, counted in rec. */
-static void decide(int fd, const char *abs, struct sluice_record *rec)
-{
-    const struct sluice_layout_ops *ops;
-    const char *root, *slash;
+    const char *slash = strrchr(abs, '/');
     char dir[PATH_MAX];
     struct sluice_layout l;
-    uint64_t t0 = sluice_now();
     int rc;
 
-    if ((ops = ops_for(abs, &root)) == NULL || (slash = strrchr(abs, '/')) == NULL)
+    if (!slash || (size_t)(slash - abs) >= sizeof dir)
         return;
-    if (slash == abs) {
+    memcpy(dir, abs, (size_t)(slash - abs));
+    dir[slash - abs] = '\0';
+    if (slash == abs)
         strcpy(dir, "/");
-    } else if ((size_t)(slash - abs) < sizeof dir) {
-        memcpy(dir, abs, (size_t)(slash - abs));
-        dir[slash - abs] = '\0';
-    } else {
-        return;
-    }
     rc = ops->dir_explicit(dir, strcmp(dir, root) == 0);
     if (rc == 1) {
         sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_DIR_KEPT, t0, sluice_now());
         return;
     }
-    if (spec.want == SLUICE_LAYOUT_FIXED)
-        l = spec.fixed;
-    else
-        l = sluice_layout_for_class(shared_nprocs, shared_unit);
+    l = spec.want == SLUICE_LAYOUT_FIXED ? spec.fixed : sluice_layout_for_class(shared_nprocs, shared_unit);
     if (rc == 0)
         rc = ops->set(fd, &l);
     if (rc != 0) {
@@ -136,50 +111,92 @@ static void decide(int fd, const char *abs, struct sluice_record *rec)
         add(rec, POSIX_LAYOUT_SHARED, 1);
 }
 
-void sluice_layout_created(int fd, const char *abs, int flags, int extra_flags, struct sluice_record *rec,
-                           int fresh)
+/* Whether the file just created at fd can be opened again with flags. */
+static int may_reopen(int fd, int flags)
+{
+    struct stat st;
+    mode_t need = (flags & O_ACCMODE) == O_RDONLY ? S_IRUSR : (flags & O_ACCMODE) == O_WRONLY ? S_IWUSR
+                                                                                              : S_IRUSR | S_IWUSR;
+
+    if (geteuid() == 0)
+        return 1;
+    return SLUICE_REAL(fstat)(fd, &st) == 0 && (st.st_mode & need) == need;
+}
+
+/* Create dirfd/path for final path `abs` with its layout; see layout.h. */
+static int create(int dirfd, const char *path, const char *abs, int flags, mode_t mode, int smode,
+                  struct sluice_record *rec, int *created)
+{
+    const struct sluice_layout_ops *ops;
+    const char *root;
+    uint64_t t0;
+    int fd;
+
+    if (!rec || !(flags & O_CREAT) || (flags & (O_DIRECTORY | O_PATH)) || (flags & __O_TMPFILE) == __O_TMPFILE ||
+        !wanted(smode) || (ops = ops_for(abs, &root)) == NULL)
+        return flags;
+    t0 = sluice_now();
+    fd = SLUICE_REAL(openat)(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY | ops->create_flags,
+                             mode);
+    if (fd < 0) {
+        /* it exists (its layout is not ours; with O_EXCL the open below
+         * fails), or the open below will fail alike */
+        if (errno == EEXIST && !(flags & O_EXCL))
+            sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_EXISTING, t0, sluice_now());
+        return flags;
+    }
+    /* the open that creates a file may write it whatever its mode; a
+     * second one may not: a mode that lets the owner not do what the
+     * program's open asks gets no layout */
+    if (!may_reopen(fd, flags)) {
+        SLUICE_REAL(close)(fd);
+        (void)SLUICE_REAL(unlinkat)(dirfd, path, 0);
+        return flags;
+    }
+    *created = 1;
+    decide(fd, abs, ops, root, rec, t0);
+    SLUICE_REAL(close)(fd);
+    return flags & ~O_EXCL;
+}
+
+int sluice_layout_create(int dirfd, const char *path, const char *abs, int flags, mode_t mode, int smode,
+                         struct sluice_record *rec, int *created)
 {
     int saved = errno;
 
-    if (fresh == 2) {
-        uint64_t t = sluice_now();
-        sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_EXISTING, t, t);
-    } else if (fresh == 1) {
-        decide(fd, abs, rec);
-        /* the delay-create flags the program did not ask for go again */
-        if ((extra_flags & FASYNC) && !(flags & FASYNC)) {
-            int fl = SLUICE_REAL(fcntl)(fd, F_GETFL);
-            if (fl >= 0)
-                (void)SLUICE_REAL(fcntl)(fd, F_SETFL, fl & ~FASYNC);
-        }
-    }
+    *created = 0;
+    flags = create(dirfd, path, abs, flags, mode, smode, rec, created);
+    errno = saved;
+    return flags;
+}
+
+void sluice_layout_undo(int dirfd, const char *path, int created)
+{
+    int saved = errno;
+
+    if (created)
+        (void)SLUICE_REAL(unlinkat)(dirfd, path, 0);
     errno = saved;
 }
 
-void sluice_layout_published(int fd, const char *final_path, int is_temp, struct sluice_record *rec)
+int sluice_layout_publish_create(const char *path, const char *final_path, int flags, mode_t mode,
+                                 struct sluice_record *rec, int *created)
 {
     struct stat st;
     int saved = errno;
 
-    if (!rec || !wanted(sluice_policy_mode(final_path)))
-        return;
-    /* a temporary file that will replace one standing there: that one's
-     * layout is not ours to choose */
-    if (is_temp && SLUICE_REAL(fstatat)(AT_FDCWD, final_path, &st, 0) == 0)
-        sluice_layout_created(fd, final_path, 0, 0, rec, 2);
-    else
-        sluice_layout_created(fd, final_path, 0, 0, rec, 1);
+    *created = 0;
+    if (!rec)
+        return flags;
+    if (strcmp(path, final_path) != 0 && SLUICE_REAL(fstatat)(AT_FDCWD, final_path, &st, 0) == 0) {
+        /* it will replace a file that stands there */
+        uint64_t t = sluice_now();
+        sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_EXISTING, t, t);
+        return flags;
+    }
+    flags = create(AT_FDCWD, path, final_path, flags, mode, sluice_policy_mode(final_path), rec, created);
     errno = saved;
-}
-
-int sluice_layout_publish_flags(const char *final_path)
-{
-    const struct sluice_layout_ops *ops;
-    const char *root;
-
-    if (!wanted(sluice_policy_mode(final_path)) || (ops = ops_for(final_path, &root)) == NULL)
-        return 0;
-    return ops->create_flags;
+    return flags;
 }
 
 void sluice_layout_shared_begin(int nprocs, int64_t unit)

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct sluice_record;
 
@@ -41,8 +42,8 @@ struct sluice_layout_spec {
 struct sluice_layout_ops {
     size_t size;
     const char *name;
-    /* extra open flags that keep a new file without data objects until its
-     * layout is set (Lustre's O_LOV_DELAY_CREATE); 0 for none */
+    /* extra flags of the open that creates the file, which keep it without
+     * data objects until its layout is set (Lustre's O_LOV_DELAY_CREATE) */
     int create_flags;
     /* 1: the directory has a layout of its own that new files inherit (one
      * the user set), 0: it has none, -errno: cannot tell */
@@ -78,26 +79,28 @@ int sluice_layout_lustre_value(const struct sluice_layout *l, unsigned char *buf
 
 /* ---- the runtime's hooks (layout.c) ---- */
 
-/* Before an open: the extra flags to open a file with when this open will
- * create it and a layout should be set (0 otherwise). *fresh is set to 1
- * in that case, to be handed to sluice_layout_created(). `abs` is the
- * absolute path; `mode` the file's sluice mode. */
-int sluice_layout_before(int dirfd, const char *path, const char *abs, int flags, int mode, int *fresh);
+/* Before an open(path, flags, mode) that may create a file (O_CREAT):
+ * when the file is new and should get a layout (`abs`: its absolute path;
+ * `smode`: its sluice mode), create it here, empty, with `mode` (the
+ * umask applies as to the program's open), set its layout through that
+ * descriptor and close it, and count the decision in rec. The open that
+ * follows then finds a file with its layout and fresh capabilities: on
+ * ceph-fuse, writes through the descriptor a layout was set on go to the
+ * servers one by one. Returns the flags for that open: without O_EXCL when
+ * the file was created here (the creation was exclusive), else `flags`;
+ * *created tells sluice_layout_undo() whether to remove the file if the
+ * open fails. errno is preserved. */
+int sluice_layout_create(int dirfd, const char *path, const char *abs, int flags, mode_t mode, int smode,
+                         struct sluice_record *rec, int *created);
 
-/* After a successful open with fresh != 0 from above (1: it created the
- * file; 2: the file existed): choose and set its layout, count the
- * decision in rec. errno is preserved. */
-void sluice_layout_created(int fd, const char *abs, int flags, int extra_flags, struct sluice_record *rec,
-                           int fresh);
+/* The open after sluice_layout_create failed: remove the file made there. */
+void sluice_layout_undo(int dirfd, const char *path, int created);
 
-/* A file the stage tier creates to publish final_path (itself, or a
- * temporary file renamed over it: is_temp): the same decision, for the fd
- * sluice opened. */
-void sluice_layout_published(int fd, const char *final_path, int is_temp, struct sluice_record *rec);
-
-/* The extra flags the stage tier creates a file for final_path with (as
- * sluice_layout_before's), before sluice_layout_published. */
-int sluice_layout_publish_flags(const char *final_path);
+/* The same for a file the stage tier creates to publish final_path: path
+ * itself, or a temporary file renamed over final_path later (a file that
+ * already stands at final_path keeps its layout then: none is set). */
+int sluice_layout_publish_create(const char *path, const char *final_path, int flags, mode_t mode,
+                                 struct sluice_record *rec, int *created);
 
 /* MPI_File_open of a communicator of nprocs ranks with aggregation unit
  * `unit`: the files created inside are shared ones (thread-local). */

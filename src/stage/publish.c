@@ -87,7 +87,7 @@ static int copy_mapped(int src, int64_t size, int dst, size_t unit, struct sluic
 int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char *tmp, size_t tmplen,
                   char *why, size_t whylen)
 {
-    int rc, dst;
+    int rc, dst, flags, created = 0;
     uint64_t t0;
 
     if ((rc = temp_name(e, tmp, tmplen)) != 0)
@@ -96,15 +96,15 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
     t0 = sluice_now();
     /* (moved out of the program's low numbers at once: a drainer runs beside
      * the program's own opens) */
-    dst = sluice_privfd_keep(
-        SLUICE_REAL(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | sluice_layout_publish_flags(e->path), 0600));
+    flags = sluice_layout_publish_create(tmp, e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600, rec, &created);
+    dst = sluice_privfd_keep(SLUICE_REAL(open)(tmp, flags, 0600));
     if (dst < 0) {
         rc = fail("cannot create", tmp, errno, why, whylen);
+        sluice_layout_undo(AT_FDCWD, tmp, created);
         if (rec)
             sluice_count_error(rec, SLUICE_SIDES_FS);
         return rc;
     }
-    sluice_layout_published(dst, e->path, 1, rec);
     if (rec)
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
     return dst;
@@ -285,12 +285,13 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
         return -EEXIST;
     if (dst < 0) {
         t0 = sluice_now();
-        dst = sluice_privfd_keep(SLUICE_REAL(open)(
-            e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | sluice_layout_publish_flags(e->path),
-            e->mode & 07777));
+        int created = 0;
+        int flags = sluice_layout_publish_create(e->path, e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                                                 e->mode & 07777, rec, &created);
+        dst = sluice_privfd_keep(SLUICE_REAL(open)(e->path, flags, e->mode & 07777));
         *how = DST_CREATED;
-        if (dst >= 0)
-            sluice_layout_published(dst, e->path, 0, rec);
+        if (dst < 0)
+            sluice_layout_undo(AT_FDCWD, e->path, created);
     }
     if (dst < 0) {
         int err = errno;

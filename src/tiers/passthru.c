@@ -45,19 +45,20 @@ static ssize_t passthru_done_rw(struct sluice_file *f, enum sluice_access kind, 
 
 static int passthru_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
 {
-    int fresh = 0, extra = 0;
+    int created = 0;
     uint64_t t0;
     int fd;
 
-    /* a new file on CephFS or Lustre: its layout, before its first write */
+    /* a new file on CephFS or Lustre: created with its layout first */
     if ((flags & O_CREAT) && f->rec)
-        extra = sluice_layout_before(dirfd, path, f->rec->path, flags, sluice_policy_mode(f->rec->path), &fresh);
+        flags = sluice_layout_create(dirfd, path, f->rec->path, flags, mode, sluice_policy_mode(f->rec->path),
+                                     f->rec, &created);
     t0 = fs_now(f);
-    fd = SLUICE_REAL(openat)(dirfd, path, flags | extra, mode);
-    if (fd < 0)
+    fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
+    if (fd < 0) {
+        sluice_layout_undo(dirfd, path, created);
         return -errno;
-    if (fresh)
-        sluice_layout_created(fd, f->rec->path, flags, extra, f->rec, fresh);
+    }
     if (fs_side_separate(f))
         sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now());
     return fd;
