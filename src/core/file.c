@@ -20,6 +20,7 @@
 #include "common/pathnorm.h"
 #include "common/statconv.h"
 #include "core/counters.h"
+#include "core/pathcall.h"
 #include "core/policy.h"
 #include "core/stack.h"
 #include "layout/layout.h"
@@ -192,8 +193,7 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
         return err;
     if (fd >= 0)
         sluice_fd_forget(fd);
-    if (sluice_policy_skip_fast(path) || sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
-        !sluice_policy_records(abs) || (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL)
+    if ((rec = sluice_path_record(dirfd, path, abs)) == NULL)
         return fd < 0 ? err : fd;
     if (fd < 0) {
         sluice_count_error(rec, SLUICE_SIDES_BOTH);
@@ -266,10 +266,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
         return fd < 0 ? -errno : fd;
     }
-    if (sluice_policy_skip_fast(path) ||
-        sluice_path_absolute(dirfd, path, abs, sizeof abs) != 0 ||
-        !sluice_policy_records(abs) ||
-        (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) == NULL ||
+    if ((rec = sluice_path_record(dirfd, path, abs)) == NULL ||
         (f = file_alloc()) == NULL ||
         sluice_stack_build(f, open_mode(sluice_policy_mode(abs))) != 0) {
         if (f)

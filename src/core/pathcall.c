@@ -3,19 +3,41 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 
 #include "common/pathnorm.h"
 #include "core/counters.h"
 #include "core/policy.h"
 #include "sys/userptr.h"
 
-/* The record of an absolute path, or NULL when it is not recorded. */
-static struct sluice_record *record_of(const char *path, int dirfd, char *abs)
+/* Each thread's last absolute path as the program spelled it, and its
+ * record: an absolute path resolves the same way every time (lexically,
+ * under a policy fixed at start), so a program that stats or opens the same
+ * name again skips resolution, the policy and the registry. */
+#define LAST_PATH_MAX 256
+static __thread char last_path[LAST_PATH_MAX] __attribute__((tls_model("initial-exec")));
+static __thread struct sluice_record *last_path_rec __attribute__((tls_model("initial-exec")));
+
+struct sluice_record *sluice_path_record(int dirfd, const char *path, char *abs)
 {
+    struct sluice_record *r;
+
+    if (path[0] == '/' && last_path_rec && strcmp(path, last_path) == 0) {
+        strcpy(abs, last_path_rec->path);
+        return last_path_rec;
+    }
     if (sluice_policy_skip_fast(path) || sluice_path_absolute(dirfd, path, abs, PATH_MAX) != 0 ||
         !sluice_policy_records(abs))
         return NULL;
-    return sluice_record_get(SLUICE_MOD_POSIX, abs);
+    r = sluice_record_get(SLUICE_MOD_POSIX, abs);
+    if (r && path[0] == '/' && !(r->flags & SLUICE_REC_OVERFLOW)) {
+        size_t n = strlen(path);
+        if (n < LAST_PATH_MAX) {
+            memcpy(last_path, path, n + 1);
+            last_path_rec = r;
+        }
+    }
+    return r;
 }
 
 void sluice_pathcall_begin(struct sluice_pathcall *c, int dirfd, const char *path, int counter)
@@ -27,7 +49,7 @@ void sluice_pathcall_begin(struct sluice_pathcall *c, int dirfd, const char *pat
     c->resolved = 0;
     if (sluice_stack_has_path_tiers() && sluice_user_str_ok(path)) {
         c->resolved = 1;
-        c->rec = record_of(path, dirfd, c->abs);
+        c->rec = sluice_path_record(dirfd, path, c->abs);
         if (c->rec) {
             c->p.abs = c->abs;
             c->stack = sluice_stack_of(sluice_policy_mode(c->abs));
@@ -59,7 +81,7 @@ long sluice_pathcall_end(struct sluice_pathcall *c, long rc)
         /* The kernel has read the path: read it too, unless it could not. */
         if (rc == -EFAULT && !sluice_user_str_ok(c->p.path))
             return rc;
-        c->rec = record_of(c->p.path, c->p.dirfd, c->abs);
+        c->rec = sluice_path_record(c->p.dirfd, c->p.path, c->abs);
     }
     if (c->rec) {
         if (rc < 0)

@@ -31,6 +31,10 @@ struct sluice_pathcall {
 };
 
 /* Before the call: fills c for (dirfd, path). */
+/* The record of a path (not yet checked readable: the caller did), its
+ * absolute form in abs (PATH_MAX bytes); NULL when it is not recorded. */
+struct sluice_record *sluice_path_record(int dirfd, const char *path, char *abs);
+
 void sluice_pathcall_begin(struct sluice_pathcall *c, int dirfd, const char *path, int counter);
 
 /* A second path of the same call (rename's and link's target): resolved
