@@ -510,10 +510,61 @@ static struct staged *next_due_locked(int64_t now, int64_t *wait_ns)
     return NULL;
 }
 
+/* Publish one due file (st.lock held; dropped while its bytes are copied).
+ * The drainers call it, and so does a thread waiting for them at exit. */
+static void drain_one_locked(struct staged *s)
+{
+    char why[512];
+
+    struct journal_entry e = s->e;
+    int users = users_hold(e.id);
+    if (users == -EBUSY) {
+        /* another process writes it: later, or (at exit) it publishes it */
+        if (st.ending)
+            s->handed_over = 1;
+        else
+            s->closed_ns = journal_now_ns();
+        return;
+    }
+    s->draining = 1;
+    /* An early copy is completed from where it may be stale. */
+    int pre_fd = s->pre_fd;
+    int64_t from = s->pre_done < s->dirty_low ? s->pre_done : s->dirty_low;
+    char tmp[sizeof s->pre_tmp];
+    snprintf(tmp, sizeof tmp, "%s", s->pre_tmp);
+    __atomic_store_n(&s->pre_fd, -1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&st.lock);
+    int rc = pre_fd >= 0 ? publish_complete(st.ddir, &e, pre_fd, tmp, from, (size_t)sluice_cfg.buffer_size, s->rec,
+                                            why, sizeof why)
+                         : publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
+    pthread_mutex_lock(&st.lock);
+    s->draining = 0;
+    if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
+        /* reopened, renamed or unlinked meanwhile: it goes again later */
+        users_release(users, e.id, 0);
+        pthread_cond_broadcast(&st.done);
+        return;
+    }
+    users_release(users, e.id, rc == 0);
+    if (rc == 0) {
+        published_locked(s);
+        dir_note_published_locked(s->e.path);
+        forget_locked(s);
+    } else {
+        if (!s->failed)
+            sluice_diag("stage mode: cannot publish %s (%s); it stays on the tier %s until `sluice drain`",
+                        s->e.path, why, st.tier);
+        s->failed = 1;
+        snprintf(s->e.error, sizeof s->e.error, "%.255s", why);
+        s->e.updated_ns = journal_now_ns();
+        (void)journal_write(st.jdir, &s->e);
+        pthread_cond_broadcast(&st.done);
+    }
+}
+
 static void *drainer_main(void *arg)
 {
     sigset_t all;
-    char why[512];
 
     (void)arg;
     sigfillset(&all);
@@ -545,50 +596,7 @@ static void *drainer_main(void *arg)
             pthread_cond_timedwait(&st.work, &st.lock, &ts);
             continue;
         }
-        struct journal_entry e = s->e;
-        int users = users_hold(e.id);
-        if (users == -EBUSY) {
-            /* another process writes it: later, or (at exit) it publishes it */
-            if (st.ending)
-                s->handed_over = 1;
-            else
-                s->closed_ns = journal_now_ns();
-            continue;
-        }
-        s->draining = 1;
-        /* An early copy is completed from where it may be stale. */
-        int pre_fd = s->pre_fd;
-        int64_t from = s->pre_done < s->dirty_low ? s->pre_done : s->dirty_low;
-        char tmp[sizeof s->pre_tmp];
-        snprintf(tmp, sizeof tmp, "%s", s->pre_tmp);
-        __atomic_store_n(&s->pre_fd, -1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&st.lock);
-        int rc = pre_fd >= 0 ? publish_complete(st.ddir, &e, pre_fd, tmp, from, (size_t)sluice_cfg.buffer_size, s->rec,
-                                                why, sizeof why)
-                             : publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
-        pthread_mutex_lock(&st.lock);
-        s->draining = 0;
-        if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
-            /* reopened, renamed or unlinked meanwhile: it goes again later */
-            users_release(users, e.id, 0);
-            pthread_cond_broadcast(&st.done);
-            continue;
-        }
-        users_release(users, e.id, rc == 0);
-        if (rc == 0) {
-            published_locked(s);
-            dir_note_published_locked(s->e.path);
-            forget_locked(s);
-        } else {
-            if (!s->failed)
-                sluice_diag("stage mode: cannot publish %s (%s); it stays on the tier %s until `sluice drain`",
-                            s->e.path, why, st.tier);
-            s->failed = 1;
-            snprintf(s->e.error, sizeof s->e.error, "%.255s", why);
-            s->e.updated_ns = journal_now_ns();
-            (void)journal_write(st.jdir, &s->e);
-            pthread_cond_broadcast(&st.done);
-        }
+        drain_one_locked(s);
     }
     return NULL;
 }
@@ -1284,6 +1292,15 @@ static int stage_quiesce(unsigned why)
             sluice_diag("stage mode: waiting for %d file%s (%.1f MiB) to reach the shared file system", files,
                         files == 1 ? "" : "s", bytes / 1048576.0);
             told = 1;
+        }
+        /* The program waits now: this thread publishes too, at the program's
+         * own priority (the drainers' idle priority gets no CPU time on a
+         * node whose cores are all busy). */
+        int64_t unused;
+        struct staged *due = next_due_locked(journal_now_ns(), &unused);
+        if (due) {
+            drain_one_locked(due);
+            continue;
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
