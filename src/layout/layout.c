@@ -77,40 +77,6 @@ static void add(struct sluice_record *r, int c, int64_t v)
     sluice_record_unlock(r);
 }
 
-/* The decision for the new, empty file at fd, counted in rec. */
-static void decide(int fd, const char *abs, const struct sluice_layout_ops *ops, const char *root,
-                   struct sluice_record *rec, uint64_t t0)
-{
-    const char *slash = strrchr(abs, '/');
-    char dir[PATH_MAX];
-    struct sluice_layout l;
-    int rc;
-
-    if (!slash || (size_t)(slash - abs) >= sizeof dir)
-        return;
-    memcpy(dir, abs, (size_t)(slash - abs));
-    dir[slash - abs] = '\0';
-    if (slash == abs)
-        strcpy(dir, "/");
-    rc = ops->dir_explicit(dir, strcmp(dir, root) == 0);
-    if (rc == 1) {
-        sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_DIR_KEPT, t0, sluice_now());
-        return;
-    }
-    l = spec.want == SLUICE_LAYOUT_FIXED ? spec.fixed : sluice_layout_for_class(shared_nprocs, shared_unit);
-    if (rc == 0)
-        rc = ops->set(fd, &l);
-    if (rc != 0) {
-        sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_FAILS, t0, sluice_now());
-        return;
-    }
-    sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_SETS, t0, sluice_now());
-    add(rec, POSIX_LAYOUT_STRIPES, l.stripe_count > 0 ? l.stripe_count : 0);
-    add(rec, POSIX_LAYOUT_STRIPE_BYTES, l.stripe_size);
-    if (shared_nprocs > 1 && spec.want != SLUICE_LAYOUT_FIXED)
-        add(rec, POSIX_LAYOUT_SHARED, 1);
-}
-
 /* Whether the file just created at fd can be opened again with flags. */
 static int may_reopen(int fd, int flags)
 {
@@ -123,26 +89,57 @@ static int may_reopen(int fd, int flags)
     return SLUICE_REAL(fstat)(fd, &st) == 0 && (st.st_mode & need) == need;
 }
 
-/* Create dirfd/path for final path `abs` with its layout; see layout.h. */
+static void count(struct sluice_record *rec, int counter, uint64_t t0)
+{
+    sluice_count_meta(rec, SLUICE_SIDES_BOTH, counter, t0, sluice_now());
+}
+
+/* Create dirfd/path for final path `abs` with its layout; see layout.h.
+ * The decisions in order: the file exists; its directory has a layout of
+ * its own; the layout of its class is the one it gets anyway; else it is
+ * created here, empty, and its layout set. */
 static int create(int dirfd, const char *path, const char *abs, int flags, mode_t mode, int smode,
                   struct sluice_record *rec, int *created)
 {
     const struct sluice_layout_ops *ops;
-    const char *root;
+    const char *root, *slash;
+    char dir[PATH_MAX];
+    struct sluice_layout l, have;
+    struct stat st;
     uint64_t t0;
-    int fd;
+    int fd, rc;
 
     if (!rec || !(flags & O_CREAT) || (flags & (O_DIRECTORY | O_PATH)) || (flags & __O_TMPFILE) == __O_TMPFILE ||
-        !wanted(smode) || (ops = ops_for(abs, &root)) == NULL)
+        !wanted(smode) || (ops = ops_for(abs, &root)) == NULL || (slash = strrchr(abs, '/')) == NULL ||
+        (size_t)(slash - abs) >= sizeof dir)
         return flags;
     t0 = sluice_now();
-    fd = SLUICE_REAL(openat)(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY | ops->create_flags,
-                             mode);
+    rc = SLUICE_REAL(fstatat)(dirfd, path, &st, 0);
+    if (rc == 0 || errno != ENOENT) {
+        /* it exists: its layout is not ours (with O_EXCL the open fails) */
+        if (rc == 0 && !(flags & O_EXCL))
+            count(rec, POSIX_LAYOUT_EXISTING, t0);
+        return flags;
+    }
+    memcpy(dir, abs, (size_t)(slash - abs));
+    dir[slash - abs] = '\0';
+    if (slash == abs)
+        strcpy(dir, "/");
+    rc = ops->dir_layout(dir, strcmp(dir, root) == 0, &have);
+    if (rc == 1) {
+        count(rec, POSIX_LAYOUT_DIR_KEPT, t0);
+        return flags;
+    }
+    l = spec.want == SLUICE_LAYOUT_FIXED ? spec.fixed : sluice_layout_for_class(shared_nprocs, shared_unit);
+    if (rc == 0 && ops->same && ops->same(&l, &have)) {
+        count(rec, POSIX_LAYOUT_DEFAULT, t0);
+        return flags;
+    }
+    fd = rc < 0 ? -1 : SLUICE_REAL(openat)(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY |
+                                                             ops->create_flags, mode);
     if (fd < 0) {
-        /* it exists (its layout is not ours; with O_EXCL the open below
-         * fails), or the open below will fail alike */
-        if (errno == EEXIST && !(flags & O_EXCL))
-            sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_LAYOUT_EXISTING, t0, sluice_now());
+        /* made in between, or the open below fails alike */
+        count(rec, POSIX_LAYOUT_FAILS, t0);
         return flags;
     }
     /* the open that creates a file may write it whatever its mode; a
@@ -151,11 +148,21 @@ static int create(int dirfd, const char *path, const char *abs, int flags, mode_
     if (!may_reopen(fd, flags)) {
         SLUICE_REAL(close)(fd);
         (void)SLUICE_REAL(unlinkat)(dirfd, path, 0);
+        count(rec, POSIX_LAYOUT_FAILS, t0);
         return flags;
     }
     *created = 1;
-    decide(fd, abs, ops, root, rec, t0);
+    rc = ops->set(fd, &l);
     SLUICE_REAL(close)(fd);
+    if (rc != 0) {
+        count(rec, POSIX_LAYOUT_FAILS, t0);
+        return flags & ~O_EXCL;
+    }
+    count(rec, POSIX_LAYOUT_SETS, t0);
+    add(rec, POSIX_LAYOUT_STRIPES, l.stripe_count > 0 ? l.stripe_count : 0);
+    add(rec, POSIX_LAYOUT_STRIPE_BYTES, l.stripe_size);
+    if (shared_nprocs > 1 && spec.want != SLUICE_LAYOUT_FIXED)
+        add(rec, POSIX_LAYOUT_SHARED, 1);
     return flags & ~O_EXCL;
 }
 

@@ -45,11 +45,15 @@ struct sluice_layout_ops {
     /* extra flags of the open that creates the file, which keep it without
      * data objects until its layout is set (Lustre's O_LOV_DELAY_CREATE) */
     int create_flags;
-    /* 1: the directory has a layout of its own that new files inherit (one
-     * the user set), 0: it has none, -errno: cannot tell */
-    int (*dir_explicit)(const char *dir, int is_root);
+    /* 1: the directory has a layout that new files inherit, set by a user
+     * on it or on a directory above it; 0: it has none, and *effective is
+     * the layout a new file gets there (stripe_count 0: not known);
+     * -errno: cannot tell */
+    int (*dir_layout)(const char *dir, int is_root, struct sluice_layout *effective);
     /* set the layout of the new, empty file open at fd: 0 or -errno */
     int (*set)(int fd, const struct sluice_layout *l);
+    /* 1: a file given `want` would have `have` (NULL: never known) */
+    int (*same)(const struct sluice_layout *want, const struct sluice_layout *have);
 };
 
 extern const struct sluice_layout_ops sluice_layout_ceph_ops;
@@ -69,6 +73,15 @@ struct sluice_layout sluice_layout_for_class(int nprocs, int64_t unit);
 /* "stripe_unit=S stripe_count=N object_size=O" for ceph.file.layout; its
  * length, or -1 when it does not fit or the layout is not valid there. */
 int sluice_layout_ceph_value(const struct sluice_layout *l, char *buf, size_t len);
+
+/* The layout in CephFS's ceph.dir.layout.json value (as of Ceph 16):
+ * 1 when it was set on the directory or one above it ("@set",
+ * "@inherited"), 0 for the file system's default ("@default"), -1 when the
+ * text is not such a value. *l gets the layout. */
+int sluice_layout_ceph_json(const char *json, struct sluice_layout *l);
+
+/* 1 when CephFS would store `want` as `have` (a known layout), else 0. */
+int sluice_layout_ceph_same(const struct sluice_layout *want, const struct sluice_layout *have);
 
 /* Lustre's lov_user_md v1 (lustre_user.h; 32 bytes, little-endian) for
  * the lustre.lov attribute; its length, or -1 when it does not fit. */

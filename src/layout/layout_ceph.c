@@ -15,11 +15,23 @@
  * default; only a different one there was set by someone. */
 #define CEPH_DEFAULT_DIR_LAYOUT "stripe_unit=4194304 stripe_count=1 object_size=4194304 "
 
-static int ceph_dir_explicit(const char *dir, int is_root)
+static int ceph_dir_layout(const char *dir, int is_root, struct sluice_layout *effective)
 {
-    char v[256];
-    ssize_t n = SLUICE_REAL(getxattr)(dir, "ceph.dir.layout", v, sizeof v - 1);
+    char v[512];
+    ssize_t n = SLUICE_REAL(getxattr)(dir, "ceph.dir.layout.json", v, sizeof v - 1);
+    int rc;
 
+    *effective = (struct sluice_layout){0};
+    if (n >= 0) {
+        /* Ceph 16: the layout a file gets here, and where it comes from */
+        v[n] = '\0';
+        if ((rc = sluice_layout_ceph_json(v, effective)) >= 0)
+            return rc;
+        *effective = (struct sluice_layout){0};
+    }
+    /* older: a directory answers ceph.dir.layout only if set on it (the
+     * root always: with the default unless someone changed it) */
+    n = SLUICE_REAL(getxattr)(dir, "ceph.dir.layout", v, sizeof v - 1);
     if (n < 0)
         return errno == ENODATA ? 0 : -errno;
     v[n] = '\0';
@@ -42,6 +54,7 @@ const struct sluice_layout_ops sluice_layout_ceph_ops = {
     .size = sizeof(struct sluice_layout_ops),
     .name = "ceph",
     .create_flags = 0,
-    .dir_explicit = ceph_dir_explicit,
+    .dir_layout = ceph_dir_layout,
     .set = ceph_set,
+    .same = sluice_layout_ceph_same,
 };

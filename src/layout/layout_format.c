@@ -103,21 +103,66 @@ struct sluice_layout sluice_layout_for_class(int nprocs, int64_t unit)
                                   .stripe_size = unit};
 }
 
+/* The layout as CephFS takes it: a count, a unit and an object size. */
+static struct sluice_layout ceph_form(const struct sluice_layout *l)
+{
+    struct sluice_layout c = *l;
+
+    if (c.stripe_count < 1)
+        c.stripe_count = SHARED_MAX_STRIPES;   /* "all" has no meaning on CephFS */
+    if (!c.object_size)
+        c.object_size = c.stripe_count > 1 ? c.stripe_size * UNITS_PER_OBJECT : c.stripe_size;
+    return c;
+}
+
+int sluice_layout_ceph_same(const struct sluice_layout *want, const struct sluice_layout *have)
+{
+    struct sluice_layout c = ceph_form(want);
+
+    return have->stripe_count > 0 && c.stripe_count == have->stripe_count && c.stripe_size == have->stripe_size &&
+           c.object_size == have->object_size;
+}
+
 int sluice_layout_ceph_value(const struct sluice_layout *l, char *buf, size_t len)
 {
-    int64_t count = l->stripe_count, unit = l->stripe_size, object = l->object_size;
+    struct sluice_layout c = ceph_form(l);
+    int64_t count = c.stripe_count, unit = c.stripe_size, object = c.object_size;
     int n;
-
-    if (count < 1)
-        count = SHARED_MAX_STRIPES;   /* "all" has no meaning on CephFS */
-    if (!object)
-        object = count > 1 ? unit * UNITS_PER_OBJECT : unit;
     /* CephFS: a unit of at least 64 KiB dividing the object size */
     if (unit < CEPH_MIN_UNIT || unit % CEPH_MIN_UNIT || object % unit || object > ((int64_t)1 << 32))
         return -1;
     n = snprintf(buf, len, "stripe_unit=%lld stripe_count=%lld object_size=%lld", (long long)unit,
                  (long long)count, (long long)object);
     return n > 0 && (size_t)n < len ? n : -1;
+}
+
+static int json_int(const char *json, const char *key, int64_t *out)
+{
+    const char *p = strstr(json, key);
+    char *end;
+
+    if (!p)
+        return -1;
+    p += strlen(key);
+    while (*p == ' ' || *p == ':')
+        p++;
+    errno = 0;
+    *out = strtoll(p, &end, 10);
+    return end == p || errno ? -1 : 0;
+}
+
+int sluice_layout_ceph_json(const char *json, struct sluice_layout *l)
+{
+    const char *inh = strstr(json, "\"inheritance\"");
+
+    if (json_int(json, "\"stripe_unit\"", &l->stripe_size) || json_int(json, "\"stripe_count\"", &l->stripe_count) ||
+        json_int(json, "\"object_size\"", &l->object_size) || !inh)
+        return -1;
+    if (strstr(inh, "\"@default\""))
+        return 0;
+    if (strstr(inh, "\"@set\"") || strstr(inh, "\"@inherited\""))
+        return 1;
+    return -1;
 }
 
 static void put32(unsigned char *p, uint32_t v)

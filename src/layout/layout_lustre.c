@@ -15,11 +15,12 @@
 /* lustre_user.h: O_LOV_DELAY_CREATE is O_NOCTTY | FASYNC since 2.4 */
 #define SLUICE_O_LOV_DELAY_CREATE (O_NOCTTY | FASYNC)
 
-static int lustre_dir_explicit(const char *dir, int is_root)
+static int lustre_dir_layout(const char *dir, int is_root, struct sluice_layout *effective)
 {
     unsigned char v[SLUICE_LOV_V1_SIZE + 64];
 
     (void)is_root;
+    *effective = (struct sluice_layout){0};   /* the file system's default: not known here */
     if (SLUICE_REAL(getxattr)(dir, "lustre.lov", v, sizeof v) >= 0)
         return 1;
     return errno == ENODATA || errno == ERANGE ? (errno == ERANGE) : -errno;
@@ -39,6 +40,7 @@ const struct sluice_layout_ops sluice_layout_lustre_ops = {
     .size = sizeof(struct sluice_layout_ops),
     .name = "lustre",
     .create_flags = SLUICE_O_LOV_DELAY_CREATE,
-    .dir_explicit = lustre_dir_explicit,
+    .dir_layout = lustre_dir_layout,
     .set = lustre_set,
+    .same = NULL,
 };

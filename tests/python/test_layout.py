@@ -8,6 +8,7 @@ unit-tested in C (tests/unit/test_layout.c)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -19,7 +20,7 @@ from conftest import NATIVE, file_entry, report_json, sluice
 
 MiB = 1 << 20
 LAYOUT = ("POSIX_LAYOUT_SETS", "POSIX_LAYOUT_STRIPES", "POSIX_LAYOUT_STRIPE_BYTES", "POSIX_LAYOUT_SHARED",
-          "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_FAILS")
+          "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_DEFAULT", "POSIX_LAYOUT_FAILS")
 
 
 def layout_counters(logdir: Path, path: Path) -> dict:
@@ -62,6 +63,31 @@ def test_layout_set_at_create(cdir, logdir):
 
 
 @pytest.mark.cephfs
+def test_exclusive_create_keeps_its_meaning(cdir, logdir):
+    """The file is created with its layout before the program's open: an
+    O_EXCL create still succeeds once and fails with EEXIST the second time."""
+    f = cdir / "excl.bin"
+    script = ("import os, sys\n"
+              "fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640)\n"
+              "os.write(fd, b'abc'); os.close(fd)\n"
+              "try:\n    os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640)\n"
+              "except FileExistsError:\n    print('EEXIST')\n")
+    cp = sluice("run", "--log-dir", str(logdir), "--layout", "stripe_count=2,stripe_size=1M", "--",
+                "python3", "-c", script, str(f))
+    assert cp.stdout.strip() == "EEXIST"
+    assert f.read_bytes() == b"abc" and f.stat().st_mode & 0o777 == 0o640 & ~_umask()
+    assert "stripe_count=2" in ceph_layout(f)
+    assert layout_counters(logdir, f) == {"POSIX_LAYOUT_SETS": 1, "POSIX_LAYOUT_STRIPES": 2,
+                                          "POSIX_LAYOUT_STRIPE_BYTES": MiB}
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+@pytest.mark.cephfs
 def test_auto_mode_one_stripe_staged_file(cdir, logdir):
     """--mode auto stages a new file; its publish creates it with one stripe
     (file per process)."""
@@ -70,6 +96,18 @@ def test_auto_mode_one_stripe_staged_file(cdir, logdir):
     assert ceph_layout(f) == "stripe_unit=65536 stripe_count=1 object_size=1048576 pool=cephfs_data"
     assert f.read_bytes() == data
     assert layout_counters(logdir, f)["POSIX_LAYOUT_SETS"] == 1
+
+
+@pytest.mark.cephfs
+def test_auto_mode_default_layout_is_one_processs(cdir, logdir):
+    """One process's file gets one 4 MiB stripe, CephFS's default: nothing
+    is set (no extra create), and the log says why."""
+    f = cdir / "fpp2.bin"
+    data = write_file(logdir, f, 2 * MiB, "--mode", "auto")
+    assert ceph_layout(f) == "stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=cephfs_data"
+    assert f.read_bytes() == data
+    assert layout_counters(logdir, f) == {"POSIX_LAYOUT_DEFAULT": 1}
+    assert "kept: the default is its class's" in sluice("report", str(logdir)).stdout
 
 
 @pytest.mark.cephfs

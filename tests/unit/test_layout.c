@@ -76,6 +76,26 @@ int main(void)
     l = (struct sluice_layout){.stripe_count = 4, .stripe_size = 1 << 20};
     CHECK_EQ(sluice_layout_ceph_value(&l, v, 10), -1);
 
+    /* CephFS's ceph.dir.layout.json (Ceph 16) and the layout CephFS would store */
+    CHECK_EQ(sluice_layout_ceph_json("{\"stripe_unit\": 4194304, \"stripe_count\": 1, \"object_size\": 4194304, "
+                                     "\"pool_name\": \"cephfs_data\", \"pool_id\": 3, \"pool_namespace\": \"\", "
+                                     "\"inheritance\": \"@default\"}", &l), 0);
+    CHECK_EQ(l.stripe_size, 4 << 20);
+    CHECK_EQ(l.stripe_count, 1);
+    CHECK_EQ(l.object_size, 4 << 20);
+    {
+        struct sluice_layout one = sluice_layout_for_class(1, 1 << 20), four = sluice_layout_for_class(4, 1 << 20);
+        CHECK_EQ(sluice_layout_ceph_same(&one, &l), 1);    /* one process's file: CephFS's default */
+        CHECK_EQ(sluice_layout_ceph_same(&four, &l), 0);
+    }
+    CHECK_EQ(sluice_layout_ceph_json("{\"stripe_unit\": 1048576, \"stripe_count\": 6, \"object_size\": 4194304, "
+                                     "\"inheritance\": \"@inherited\"}", &l), 1);
+    CHECK_EQ(l.stripe_count, 6);
+    CHECK_EQ(sluice_layout_ceph_json("{\"stripe_unit\": 1048576, \"stripe_count\": 6, \"object_size\": 4194304, "
+                                     "\"inheritance\": \"@set\"}", &l), 1);
+    CHECK_EQ(sluice_layout_ceph_json("{\"stripe_unit\": 1048576}", &l), -1);
+    CHECK_EQ(sluice_layout_ceph_json("garbage", &l), -1);
+
     /* Lustre lov_user_md v1 */
     memset(lov, 0xAA, sizeof lov);
     l = (struct sluice_layout){.stripe_count = 8, .stripe_size = 4 << 20};

@@ -117,7 +117,8 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
     return buf.getvalue()
 
 
-LAYOUT_COUNTERS = ("POSIX_LAYOUT_SETS", "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_FAILS")
+LAYOUT_COUNTERS = ("POSIX_LAYOUT_SETS", "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_DEFAULT",
+                   "POSIX_LAYOUT_FAILS")
 
 
 def layout_rows(files) -> list[dict]:
@@ -137,6 +138,8 @@ def layout_rows(files) -> list[dict]:
             decision = "failed: file system default"
         elif c["POSIX_LAYOUT_DIR_KEPT"]:
             decision = "kept: the directory's layout"
+        elif c["POSIX_LAYOUT_DEFAULT"]:
+            decision = "kept: the default is its class's"
         else:
             decision = "kept: the file existed"
         rows.append({"path": f.path, "decision": decision,
