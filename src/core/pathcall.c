@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "common/pathnorm.h"
@@ -22,9 +23,16 @@ struct sluice_record *sluice_path_record(int dirfd, const char *path, char *abs)
 {
     struct sluice_record *r;
 
-    if (path[0] == '/' && last_path_rec && strcmp(path, last_path) == 0) {
-        strcpy(abs, last_path_rec->path);
-        return last_path_rec;
+    /* A signal handler may make path calls too: the entry is emptied while
+     * it changes, and read as unchanged only if its record stayed put. */
+    if (path[0] == '/' && (r = last_path_rec) != NULL) {
+        atomic_signal_fence(memory_order_seq_cst);
+        int same = strcmp(path, last_path) == 0;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (same && last_path_rec == r) {
+            strcpy(abs, r->path);
+            return r;
+        }
     }
     if (sluice_policy_skip_fast(path) || sluice_path_absolute(dirfd, path, abs, PATH_MAX) != 0 ||
         !sluice_policy_records(abs))
@@ -33,7 +41,10 @@ struct sluice_record *sluice_path_record(int dirfd, const char *path, char *abs)
     if (r && path[0] == '/' && !(r->flags & SLUICE_REC_OVERFLOW)) {
         size_t n = strlen(path);
         if (n < LAST_PATH_MAX) {
+            last_path_rec = NULL;
+            atomic_signal_fence(memory_order_seq_cst);
             memcpy(last_path, path, n + 1);
+            atomic_signal_fence(memory_order_seq_cst);
             last_path_rec = r;
         }
     }
