@@ -13,46 +13,70 @@ enum sluice_module_id {
     SLUICE_MOD_END
 };
 
-#define SLUICE_SEL_POSIX_POSIX(x) x,
-#define SLUICE_SEL_POSIX_STDIO(x)
-#define SLUICE_SEL_STDIO_POSIX(x)
-#define SLUICE_SEL_STDIO_STDIO(x) x,
-#define SLUICE_SEL_POSIX_MPIIO(x)
-#define SLUICE_SEL_STDIO_MPIIO(x)
-#define SLUICE_SEL_MPIIO_POSIX(x)
-#define SLUICE_SEL_MPIIO_STDIO(x)
-#define SLUICE_SEL_MPIIO_MPIIO(x) x,
+/* SLUICE_SEL(mod, want, x): "x," when module mod is module want, nothing
+ * otherwise (SLUICE_SAME_<mod>_<want> exists only for equal names). */
+#define SLUICE_SAME_POSIX_POSIX ~, SLUICE_SEL_KEEP_
+#define SLUICE_SAME_STDIO_STDIO ~, SLUICE_SEL_KEEP_
+#define SLUICE_SAME_MPIIO_MPIIO ~, SLUICE_SEL_KEEP_
+#define SLUICE_SAME_H5F_H5F ~, SLUICE_SEL_KEEP_
+#define SLUICE_SAME_H5D_H5D ~, SLUICE_SEL_KEEP_
+#define SLUICE_SEL_KEEP_(x) x,
+#define SLUICE_SEL_DROP_(x)
+#define SLUICE_SEL_2ND_(a, b, ...) b
+#define SLUICE_SEL_PICK_(...) SLUICE_SEL_2ND_(__VA_ARGS__, SLUICE_SEL_DROP_, ~)
+#define SLUICE_SEL(mod, want, x) SLUICE_SEL_PICK_(SLUICE_SAME_##mod##_##want)(x)
 
 enum sluice_posix_icounter {
-#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_POSIX_##mod(name)
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, POSIX, name)
 #include "sluice/sluice_counters.def"
     POSIX_NUM_ICOUNTERS
 };
 enum sluice_posix_fcounter {
-#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_POSIX_##mod(name)
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, POSIX, name)
 #include "sluice/sluice_counters.def"
     POSIX_NUM_FCOUNTERS
 };
 enum sluice_stdio_icounter {
-#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_STDIO_##mod(name)
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, STDIO, name)
 #include "sluice/sluice_counters.def"
     STDIO_NUM_ICOUNTERS
 };
 enum sluice_stdio_fcounter {
-#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_STDIO_##mod(name)
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, STDIO, name)
 #include "sluice/sluice_counters.def"
     STDIO_NUM_FCOUNTERS
 };
 
 enum sluice_mpiio_icounter {
-#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_MPIIO_##mod(name)
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, MPIIO, name)
 #include "sluice/sluice_counters.def"
     MPIIO_NUM_ICOUNTERS
 };
 enum sluice_mpiio_fcounter {
-#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_MPIIO_##mod(name)
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, MPIIO, name)
 #include "sluice/sluice_counters.def"
     MPIIO_NUM_FCOUNTERS
+};
+
+enum sluice_h5f_icounter {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, H5F, name)
+#include "sluice/sluice_counters.def"
+    H5F_NUM_ICOUNTERS
+};
+enum sluice_h5f_fcounter {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, H5F, name)
+#include "sluice/sluice_counters.def"
+    H5F_NUM_FCOUNTERS
+};
+enum sluice_h5d_icounter {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, H5D, name)
+#include "sluice/sluice_counters.def"
+    H5D_NUM_ICOUNTERS
+};
+enum sluice_h5d_fcounter {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, H5D, name)
+#include "sluice/sluice_counters.def"
+    H5D_NUM_FCOUNTERS
 };
 
 /* The two sides every record keeps. */

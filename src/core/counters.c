@@ -275,3 +275,13 @@ void sluice_count_error(struct sluice_record *r, unsigned sides)
             r->ic[side * r->ni + e]++;
     sluice_record_unlock(r);
 }
+
+int sluice_size_bucket(int64_t n)
+{
+    return size_bucket(n);
+}
+
+double sluice_ticks_since_start(uint64_t t)
+{
+    return since_start(t);
+}

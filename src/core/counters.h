@@ -21,6 +21,14 @@ enum sluice_access { SLUICE_READ = 0, SLUICE_WRITE = 1 };
  * when the log is written. */
 extern uint64_t sluice_start_ticks;
 
+/* Darshan's access-size bucket of n bytes (0: 0-100 ... 9: more than 1 GiB),
+ * for modules that keep their own histograms (src/hdf5). */
+int sluice_size_bucket(int64_t n);
+
+/* Clock tick t as a timestamp counter value: ticks since the process
+ * started, at least 1 (0 means "never"). */
+double sluice_ticks_since_start(uint64_t t);
+
 /* A read or write of n bytes at offset off (off < 0: unknown position, the
  * offset-derived counters are left alone). */
 void sluice_count_rw(struct sluice_record *r, unsigned sides, enum sluice_access kind,

@@ -13,38 +13,49 @@
 #include "common/arena.h"
 #include "core/mounts.h"
 
-#define SLUICE_SEL_INAME_POSIX_POSIX(name) #name,
-#define SLUICE_SEL_INAME_POSIX_STDIO(name)
-#define SLUICE_SEL_INAME_STDIO_POSIX(name)
-#define SLUICE_SEL_INAME_STDIO_STDIO(name) #name,
-#define SLUICE_SEL_INAME_POSIX_MPIIO(name)
-#define SLUICE_SEL_INAME_STDIO_MPIIO(name)
-#define SLUICE_SEL_INAME_MPIIO_POSIX(name)
-#define SLUICE_SEL_INAME_MPIIO_STDIO(name)
-#define SLUICE_SEL_INAME_MPIIO_MPIIO(name) #name,
+/* The counter names of module M: a string per counter of M, nothing for the others. */
+#define SLUICE_INAME_(x) #x
+#define SLUICE_SEL_INAME(mod, want, name) SLUICE_SEL(mod, want, SLUICE_INAME_(name))
 
 static const char *const posix_inames[] = {
-#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_POSIX_##mod(name)
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, POSIX, name)
 #include "sluice/sluice_counters.def"
 };
 static const char *const posix_fnames[] = {
-#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_POSIX_##mod(name)
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, POSIX, name)
 #include "sluice/sluice_counters.def"
 };
 static const char *const stdio_inames[] = {
-#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_STDIO_##mod(name)
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, STDIO, name)
 #include "sluice/sluice_counters.def"
 };
 static const char *const stdio_fnames[] = {
-#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_STDIO_##mod(name)
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, STDIO, name)
 #include "sluice/sluice_counters.def"
 };
 static const char *const mpiio_inames[] = {
-#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME_MPIIO_##mod(name)
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, MPIIO, name)
 #include "sluice/sluice_counters.def"
 };
 static const char *const mpiio_fnames[] = {
-#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME_MPIIO_##mod(name)
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, MPIIO, name)
+#include "sluice/sluice_counters.def"
+};
+
+static const char *const h5f_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, H5F, name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const h5f_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, H5F, name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const h5d_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, H5D, name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const h5d_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, H5D, name)
 #include "sluice/sluice_counters.def"
 };
 
@@ -55,11 +66,14 @@ static const struct sluice_module_info modules[SLUICE_MOD_END] = {
                           stdio_inames, stdio_fnames},
     [SLUICE_MOD_MPIIO] = {"MPIIO", SLUICE_MOD_MPIIO, 1, MPIIO_NUM_ICOUNTERS, MPIIO_NUM_FCOUNTERS,
                           mpiio_inames, mpiio_fnames},
+    [SLUICE_MOD_H5F] = {"H5F", SLUICE_MOD_H5F, 1, H5F_NUM_ICOUNTERS, H5F_NUM_FCOUNTERS, h5f_inames, h5f_fnames},
+    [SLUICE_MOD_H5D] = {"H5D", SLUICE_MOD_H5D, 1, H5D_NUM_ICOUNTERS, H5D_NUM_FCOUNTERS, h5d_inames, h5d_fnames},
 };
 
 _Static_assert(sizeof posix_inames / sizeof *posix_inames == POSIX_NUM_ICOUNTERS, "posix names");
 _Static_assert(sizeof stdio_fnames / sizeof *stdio_fnames == STDIO_NUM_FCOUNTERS, "stdio names");
 _Static_assert(sizeof mpiio_inames / sizeof *mpiio_inames == MPIIO_NUM_ICOUNTERS, "mpiio names");
+_Static_assert(sizeof h5d_fnames / sizeof *h5d_fnames == H5D_NUM_FCOUNTERS, "h5d names");
 
 const struct sluice_module_info *sluice_module(unsigned id)
 {
