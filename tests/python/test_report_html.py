@@ -502,3 +502,25 @@ def test_heatmap_spreads_an_interval_evenly() -> None:
     got = _spread(edges, np.array([0.25, 0.6, 0.9]), np.array([0.75, 0.6, 2.0]), np.array([1000, 7, 0]))
     # [0.25, 0.75] halves into bins 1 and 2; the instant at 0.6 is one bin; no bytes, nothing
     assert got.tolist() == [0.0, 500.0, 507.0, 0.0]
+
+
+def test_heatmap_of_darshan_logs() -> None:
+    """Darshan's own logs: a row per rank with that rank's bytes; a log whose
+    files Darshan reduced to shared (rank -1) records has no per-rank bytes."""
+    darshan = pytest.importorskip("darshan")
+    from sluice.report.heatmap import heatmap
+    from sluice.report.plots import rank_heatmap
+
+    examples = Path(darshan.__file__).parent / "examples" / "example_logs"
+    job = load_job([examples / "ior_hdf5_example.darshan"])
+    hm = heatmap(job)
+    want = {}
+    for log in job.logs:
+        if log.rank >= 0:
+            want[f"rank {log.rank}"] = sum(r.app.get("POSIX_BYTES_WRITTEN", 0) + r.app.get("STDIO_BYTES_WRITTEN", 0)
+                                           for r in log.records if r.module in ("POSIX", "STDIO"))
+    assert hm.rows == sorted(want, key=lambda r: int(r.split()[1]))
+    assert dict(zip(hm.rows, hm.write.sum(axis=1).tolist())) == want
+    assert sum(want.values()) > 0
+    shared = rank_heatmap(load_job([examples / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"]))
+    assert shared.png is None and "shared (rank -1) records" in shared.note

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from sluice.report.heatmap import heatmap
-from sluice.report.model import FileTotals, Job
+from sluice.report.model import SHARED, FileTotals, Job
 from sluice.report.tables import any_positive
 from sluice.report.text import BUCKET_LABELS, BUCKETS, total
 
@@ -431,6 +431,9 @@ def rank_heatmap(job: Job) -> Plot:
     title = "Bytes per process over time (heatmap)"
     hm = heatmap(job)
     if hm is None:
+        if any(SHARED in l.info for l in job.logs) and (total(job.app, ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"))):
+            return Plot("heatmap", title, None, "Darshan reduced the files that moved bytes to shared (rank -1) "
+                        "records, which belong to no single rank: no per-rank bytes to show.")
         return Plot("heatmap", title, None, "No POSIX or STDIO bytes were recorded.")
     panels = [(k, m) for k, m in (("read", hm.read), ("written", hm.write)) if m.any()]
     nrows = len(hm.rows)
@@ -450,7 +453,8 @@ def rank_heatmap(job: Job) -> Plot:
     axes[-1].set_xlabel("seconds since the job started")
     totals = ", ".join(f"{kind} {_bytes_label(float(m.sum()))}" for kind, m in panels)
     return Plot("heatmap", title, _png(fig),
-                f"One row per process ({nrows} rows; {totals}), {len(hm.edges) - 1} bins of "
+                f"{'One row per process' if not hm.rows[0].startswith(('ranks ', 'pids ')) else 'Consecutive processes grouped per row'}"
+                f" ({nrows} rows; {totals}), {len(hm.edges) - 1} bins of "
                 f"{hm.bin_seconds:.6g} s, application side of POSIX and STDIO. The logs hold each file's first "
                 "and last read and write per process, not each call's time: a record's bytes are spread evenly "
                 "from its first to its last access, so a file written in two bursts shows as written steadily "
