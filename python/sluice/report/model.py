@@ -26,7 +26,7 @@ import numpy as np
 
 from sluice.errors import UserError
 from sluice.logfmt import Log, LogFormatError, Records, read_log
-from sluice.report.tables import Table, merge_tables, write_files_json
+from sluice.report.tables import Table, is_property, merge_tables, write_files_json
 
 SIDES = ("app", "fs")
 # Marks the Log that holds a Darshan log's rank -1 records: files every rank
@@ -44,7 +44,7 @@ OP_COUNTERS = tuple(f"POSIX_{k}" for k in ("OPENS", "READS", "WRITES", "SEEKS", 
 def combine(name: str, a: float, b: float) -> float:
     """Two values of one counter combined (the common values and the slowest
     call's size need their group: merge_counters)."""
-    if "MAX_BYTE" in name or "_F_MAX_" in name or name.endswith("ALIGNMENT") or "_RANK" in name:
+    if "MAX_BYTE" in name or "_F_MAX_" in name or name.endswith("ALIGNMENT") or "_RANK" in name or is_property(name):
         return max(a, b)
     if name.endswith("_START_TIMESTAMP"):
         if a == 0:

@@ -27,9 +27,19 @@ SUM, MAX, FIRST = 0, 1, 2  # how a counter combines: add, largest, earliest non-
 # (model.time_size_pairs) combine as groups: Special below.
 
 
+# Properties of an HDF5 file or dataset rather than counts: equal in every
+# record of it, so they take the maximum; so do the shapes (lengths and
+# strides per dimension) of a dataset's most common accesses.
+H5_PROPERTIES = ("H5D_DATASPACE_", "H5D_DATATYPE_SIZE", "H5D_CHUNK_SIZE_", "H5D_USE_", "H5F_USE_")
+
+
+def is_property(name: str) -> bool:
+    return name.startswith(H5_PROPERTIES) or (name.startswith("H5D_ACCESS") and ("_LENGTH_D" in name or "_STRIDE_D" in name))
+
+
 def _rule(name: str) -> int:
     if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP") or "_F_MAX_" in name or name.endswith("ALIGNMENT") \
-            or "_RANK" in name:
+            or "_RANK" in name or is_property(name):
         return MAX
     return FIRST if name.endswith("_START_TIMESTAMP") else SUM
 
