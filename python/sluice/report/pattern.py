@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from sluice.logfmt import Log
+from sluice.report.tables import column_values
 
 
 def log_mounts(logs: Iterable[Log]) -> list[tuple[str, str]]:
@@ -50,14 +51,13 @@ def common_values(c: Mapping[str, float], prefix: str, what: str) -> list[tuple[
 def pattern_rows(files: list, mounts: list[tuple[str, str]], top: int) -> list[dict]:
     """The `top` files with the most POSIX reads and writes (app side): their
     common access sizes and strides, unaligned accesses and file system."""
-    def accesses(f) -> int:
-        return int(f.app.get("POSIX_READS", 0) + f.app.get("POSIX_WRITES", 0))
-
-    chosen = sorted((f for f in files if accesses(f) > 0), key=lambda f: (-accesses(f), f.path))[:top]
+    apps = [f.app for f in files]
+    calls = [int(r + w) for r, w in zip(column_values(apps, "POSIX_READS"), column_values(apps, "POSIX_WRITES"))]
+    chosen = sorted(((n, f) for n, f in zip(calls, files) if n > 0), key=lambda nf: (-nf[0], nf[1].path))[:top]
     rows = []
-    for f in chosen:
+    for n, f in chosen:
         m = mount_of(f.path, mounts)
-        rows.append({"path": f.path, "accesses": accesses(f),
+        rows.append({"path": f.path, "accesses": n,
                      "sizes": common_values(f.app, "POSIX", "ACCESS"),
                      "strides": common_values(f.app, "POSIX", "STRIDE"),
                      "file_not_aligned": int(f.app.get("POSIX_FILE_NOT_ALIGNED", 0)),

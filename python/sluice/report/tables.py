@@ -335,6 +335,15 @@ class Counters(Mapping):
         return repr(dict(self))
 
 
+def column_values(maps: list[Mapping], name: str) -> list[float]:
+    """Each mapping's value under name (0 where it has none); rows of one
+    Table are read as a column, without making a row's values Python numbers."""
+    if maps and all(isinstance(m, Counters) and m._table is maps[0]._table for m in maps):
+        rows = np.array([m._row for m in maps], dtype=np.intp)
+        return maps[0]._table.column(name)[rows].tolist()
+    return [m.get(name, 0) for m in maps]
+
+
 def any_positive(maps: list[Mapping], names: list[str]) -> list[bool]:
     """Whether each mapping has a value above zero under one of the names;
     rows of one Table are read a column at a time."""

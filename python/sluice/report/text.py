@@ -11,6 +11,7 @@ from rich.table import Table
 from sluice.report.hdf5 import hdf5_table
 from sluice.report.model import Job
 from sluice.report.pattern import counts_text, log_mounts, pattern_rows
+from sluice.report.tables import any_positive, column_values
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
 BUCKET_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"]
@@ -108,7 +109,7 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
         con.print(ft)
     con.print(f"{len(job.files)} files recorded.")
     _pattern_table(con, job, top)
-    staged = [f for f in job.files if f.app.get("POSIX_STAGED_OPENS", 0)]
+    staged = [f for f, n in zip(job.files, column_values([f.app for f in job.files], "POSIX_STAGED_OPENS")) if n]
     if staged:
         opens = sum(int(f.app.get("POSIX_STAGED_OPENS", 0)) for f in staged)
         others = sum(1 for f in job.files if f.app.get("POSIX_OPENS", 0)) - len(staged)
@@ -128,7 +129,10 @@ def layout_rows(files) -> list[dict]:
     had one: set (its stripe count and size, shared or one process's), left
     alone (the file existed; its directory has a layout of its own) or failed."""
     rows = []
-    for f in files:
+    files = list(files)
+    for f, hit in zip(files, any_positive([f.app for f in files], list(LAYOUT_COUNTERS))):
+        if not hit:
+            continue   # read a column at a time: most files had no layout decision
         c = {k: int(f.app.get(k, 0)) for k in (*LAYOUT_COUNTERS, "POSIX_LAYOUT_STRIPES", "POSIX_LAYOUT_STRIPE_BYTES",
                                                 "POSIX_LAYOUT_SHARED")}
         if not any(c[k] for k in LAYOUT_COUNTERS):
