@@ -31,8 +31,11 @@ BASE_RECORD = struct.Struct("<Qq")    # record id, rank (-1: shared by every ran
 
 # Module ids are positions in Darshan's module table.
 POSIX, MPIIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, BGQ, LUSTRE, STDIO = 1, 2, 3, 4, 5, 6, 7, 8, 9
-MODULE_NAMES = {POSIX: "POSIX", MPIIO: "MPI-IO", STDIO: "STDIO"}
-MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, STDIO: 2}
+MODULE_NAMES = {POSIX: "POSIX", MPIIO: "MPI-IO", H5F: "H5F", H5D: "H5D", STDIO: "STDIO"}
+MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, H5F: 3, H5D: 2, STDIO: 2}
+# Modules whose records carry the record id of their file after the base
+# record (darshan_hdf5_dataset's file_rec_id).
+WITH_FILE_ID = {H5D}
 
 _SIZES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 
@@ -74,6 +77,16 @@ INT_NAMES: dict[int, list[str]] = {
               "SPLIT_READS", "SPLIT_WRITES", "NB_READS", "NB_WRITES", "SYNCS", "HINTS", "VIEWS", "MODE",
               "BYTES_READ", "BYTES_WRITTEN", "RW_SWITCHES", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
     + _sizes("MPIIO", "AGG_") + _common("MPIIO", "ACCESS") + _ranks("MPIIO"),
+    H5F: _p("H5F", "OPENS", "FLUSHES", "USE_MPIIO"),
+    H5D: _p("H5D", "OPENS", "READS", "WRITES", "FLUSHES", "BYTES_READ", "BYTES_WRITTEN", "RW_SWITCHES",
+            "REGULAR_HYPERSLAB_SELECTS", "IRREGULAR_HYPERSLAB_SELECTS", "POINT_SELECTS", "MAX_READ_TIME_SIZE",
+            "MAX_WRITE_TIME_SIZE") + _sizes("H5D", "AGG_")
+    + [f"H5D_ACCESS{i}_{what}" for i in range(1, 5)
+       for what in ["ACCESS"] + [f"{kind}_D{d}" for kind in ("LENGTH", "STRIDE") for d in range(1, 6)]]
+    + [f"H5D_ACCESS{i}_COUNT" for i in range(1, 5)]
+    + _p("H5D", "DATASPACE_NDIMS", "DATASPACE_NPOINTS", "DATATYPE_SIZE")
+    + [f"H5D_CHUNK_SIZE_D{d}" for d in range(1, 6)]
+    + _p("H5D", "USE_MPIIO_COLLECTIVE", "USE_DEPRECATED") + _ranks("H5D"),
     STDIO: _p("STDIO", "OPENS", "FDOPENS", "READS", "WRITES", "SEEKS", "FLUSHES", "BYTES_WRITTEN", "BYTES_READ",
               "MAX_BYTE_READ", "MAX_BYTE_WRITTEN") + _ranks("STDIO"),
 }
@@ -83,6 +96,10 @@ FLOAT_NAMES: dict[int, list[str]] = {
                                    "F_MAX_WRITE_TIME") + _f_ranks("POSIX"),
     MPIIO: _f_stamps("MPIIO") + _p("MPIIO", "F_READ_TIME", "F_WRITE_TIME", "F_META_TIME", "F_MAX_READ_TIME",
                                    "F_MAX_WRITE_TIME") + _f_ranks("MPIIO"),
+    H5F: _p("H5F", "F_OPEN_START_TIMESTAMP", "F_CLOSE_START_TIMESTAMP", "F_OPEN_END_TIMESTAMP",
+            "F_CLOSE_END_TIMESTAMP", "F_META_TIME"),
+    H5D: _f_stamps("H5D") + _p("H5D", "F_READ_TIME", "F_WRITE_TIME", "F_META_TIME", "F_MAX_READ_TIME",
+                               "F_MAX_WRITE_TIME") + _f_ranks("H5D"),
     STDIO: _p("STDIO", "F_META_TIME", "F_WRITE_TIME", "F_READ_TIME", "F_OPEN_START_TIMESTAMP",
               "F_CLOSE_START_TIMESTAMP", "F_WRITE_START_TIMESTAMP", "F_READ_START_TIMESTAMP",
               "F_OPEN_END_TIMESTAMP", "F_CLOSE_END_TIMESTAMP", "F_WRITE_END_TIMESTAMP", "F_READ_END_TIMESTAMP")
@@ -91,5 +108,7 @@ FLOAT_NAMES: dict[int, list[str]] = {
 
 
 def record_struct(module: int) -> struct.Struct:
-    """One record of an exported module: base record, integer counters, float counters."""
-    return struct.Struct(f"<Qq{len(INT_NAMES[module])}q{len(FLOAT_NAMES[module])}d")
+    """One record of an exported module: base record (and, for H5D, its file's
+    record id), integer counters, float counters."""
+    file_id = "Q" if module in WITH_FILE_ID else ""
+    return struct.Struct(f"<Qq{file_id}{len(INT_NAMES[module])}q{len(FLOAT_NAMES[module])}d")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sluice.darshan import layout as L
 
-SLUICE_MODULES = {L.POSIX: "POSIX", L.MPIIO: "MPIIO", L.STDIO: "STDIO"}
+SLUICE_MODULES = {L.POSIX: "POSIX", L.MPIIO: "MPIIO", L.H5F: "H5F", L.H5D: "H5D", L.STDIO: "STDIO"}
 DARSHAN_IDS = {v: k for k, v in SLUICE_MODULES.items()}
 
 # Darshan counters sluice has no source for: written as -1.
@@ -21,6 +21,8 @@ UNKNOWN = {
     L.MPIIO: {"MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_HINTS", "MPIIO_MODE", "MPIIO_F_CLOSE_START_TIMESTAMP",
               "MPIIO_F_OPEN_END_TIMESTAMP"},
     L.STDIO: {"STDIO_FDOPENS", "STDIO_F_CLOSE_START_TIMESTAMP", "STDIO_F_OPEN_END_TIMESTAMP"},
+    L.H5F: set(),
+    L.H5D: set(),
 }
 
 # Properties of a record rather than counts of calls (set when Darshan
