@@ -1,0 +1,196 @@
+"""The H5F and H5D modules: exact counters of a known HDF5 program
+(tests/progs/h5_known.c) in the log, the report and the Darshan export read
+by PyDarshan; h5py (its own libhdf5, loaded privately) under sluice run;
+programs without HDF5; parallel HDF5 with collective transfers."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import NATIVE, bin_path, file_entry, nonzero, report_json, sluice
+
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
+
+# The slowest call's size depends on timing: checked apart.
+TIMED = ("H5D_MAX_READ_TIME_SIZE", "H5D_MAX_WRITE_TIME_SIZE")
+
+# What h5_known asks, per record (app side; the fs side is the same).
+KNOWN = {
+    "k.h5": {"H5F_OPENS": 2, "H5F_FLUSHES": 1},
+    "k.h5.missing": {"H5F_ERRORS": 1},
+    "k.h5:/chunked": {
+        "H5D_OPENS": 2, "H5D_READS": 2, "H5D_WRITES": 5, "H5D_BYTES_READ": 6000, "H5D_BYTES_WRITTEN": 4820,
+        "H5D_RW_SWITCHES": 1, "H5D_REGULAR_HYPERSLAB_SELECTS": 5, "H5D_POINT_SELECTS": 1,
+        "H5D_SIZE_READ_AGG_1K_10K": 2, "H5D_SIZE_WRITE_AGG_0_100": 1, "H5D_SIZE_WRITE_AGG_1K_10K": 4,
+        # 4 writes and 1 read of 10 x 30 ints; the whole dataset (no shape: H5S_ALL); 5 points
+        "H5D_ACCESS1_ACCESS": 1200, "H5D_ACCESS1_LENGTH_D1": 30, "H5D_ACCESS1_LENGTH_D2": 10,
+        "H5D_ACCESS1_STRIDE_D1": 1, "H5D_ACCESS1_STRIDE_D2": 1, "H5D_ACCESS1_COUNT": 5,
+        "H5D_ACCESS2_ACCESS": 4800, "H5D_ACCESS2_COUNT": 1, "H5D_ACCESS3_ACCESS": 20, "H5D_ACCESS3_COUNT": 1,
+        "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 1200, "H5D_DATATYPE_SIZE": 4,
+        "H5D_CHUNK_SIZE_D1": 15, "H5D_CHUNK_SIZE_D2": 10},
+    "k.h5:/contig": {
+        "H5D_OPENS": 1, "H5D_READS": 1, "H5D_WRITES": 1, "H5D_FLUSHES": 1, "H5D_BYTES_READ": 320,
+        "H5D_BYTES_WRITTEN": 1024, "H5D_RW_SWITCHES": 1, "H5D_IRREGULAR_HYPERSLAB_SELECTS": 1,
+        "H5D_SIZE_READ_AGG_100_1K": 1, "H5D_SIZE_WRITE_AGG_100_1K": 1,
+        "H5D_ACCESS1_ACCESS": 1024, "H5D_ACCESS1_COUNT": 1, "H5D_ACCESS2_ACCESS": 320, "H5D_ACCESS2_COUNT": 1,
+        "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 128, "H5D_DATATYPE_SIZE": 8},
+    "k.h5:/g/v": {
+        "H5D_OPENS": 2, "H5D_READS": 1, "H5D_WRITES": 1, "H5D_BYTES_READ": 16, "H5D_BYTES_WRITTEN": 40,
+        "H5D_RW_SWITCHES": 1, "H5D_REGULAR_HYPERSLAB_SELECTS": 1, "H5D_SIZE_READ_AGG_0_100": 1,
+        "H5D_SIZE_WRITE_AGG_0_100": 1, "H5D_ACCESS1_ACCESS": 40, "H5D_ACCESS1_COUNT": 1,
+        "H5D_ACCESS2_ACCESS": 16, "H5D_ACCESS2_LENGTH_D1": 4, "H5D_ACCESS2_STRIDE_D1": 2, "H5D_ACCESS2_COUNT": 1,
+        "H5D_DATASPACE_NDIMS": 1, "H5D_DATASPACE_NPOINTS": 10, "H5D_DATATYPE_SIZE": 4, "H5D_USE_DEPRECATED": 1},
+}
+
+
+def h5(counters: dict) -> dict:
+    return {k: v for k, v in nonzero(counters, pattern=True).items() if k.startswith("H5") and k not in TIMED}
+
+
+@pytest.fixture(scope="module")
+def known(tmp_path_factory) -> tuple[Path, Path]:
+    work = tmp_path_factory.mktemp("h5known")
+    logs = work / "logs"
+    sluice("run", "--log-dir", str(logs), "--path", str(work), "--", bin_path("h5_known"), str(work / "k.h5"))
+    return work, logs
+
+
+def test_known_counters(known):
+    work, logs = known
+    r = report_json(logs)
+    for name, want in KNOWN.items():
+        e = file_entry(r, f"{work}/{name}")
+        assert h5(e["app"]) == want, name
+        assert e["fs"] == e["app"]
+    chunked = file_entry(r, f"{work}/k.h5:/chunked")["app"]
+    assert chunked["H5D_MAX_WRITE_TIME_SIZE"] in (20, 1200)
+    assert chunked["H5D_MAX_READ_TIME_SIZE"] in (1200, 4800)
+    # the order of a dataset's life, in seconds since the process started
+    assert 0 < chunked["H5D_F_OPEN_START_TIMESTAMP"] < chunked["H5D_F_WRITE_START_TIMESTAMP"] \
+        < chunked["H5D_F_WRITE_END_TIMESTAMP"] < chunked["H5D_F_READ_START_TIMESTAMP"] \
+        < chunked["H5D_F_CLOSE_START_TIMESTAMP"] < chunked["H5D_F_OPEN_END_TIMESTAMP"] \
+        < chunked["H5D_F_READ_END_TIMESTAMP"] < chunked["H5D_F_CLOSE_END_TIMESTAMP"]
+    assert chunked["H5D_F_WRITE_TIME"] > 0 and chunked["H5D_F_READ_TIME"] > 0 and chunked["H5D_F_META_TIME"] > 0
+    f = file_entry(r, f"{work}/k.h5")["app"]
+    assert 0 < f["H5F_F_OPEN_START_TIMESTAMP"] < f["H5F_F_CLOSE_START_TIMESTAMP"] < f["H5F_F_OPEN_END_TIMESTAMP"] \
+        < f["H5F_F_CLOSE_END_TIMESTAMP"] <= chunked["H5D_F_CLOSE_END_TIMESTAMP"] + 1
+    assert f["H5F_F_META_TIME"] > 0
+    # HDF5's own POSIX I/O is still counted underneath
+    assert f["POSIX_BYTES_WRITTEN"] > 4820 + 1024 + 40
+
+
+def test_report_text_has_the_hdf5_section(known):
+    work, logs = known
+    out = sluice("report", str(logs)).stdout
+    section = out[out.index("HDF5: 1 file, 3 datasets"):]
+    rows = [l.split() for l in section.splitlines()[4:] if len(l.split()) >= 9][:3]
+    # (the dataset's name may fold onto a second line; its numbers are on the first)
+    assert [r[1:] for r in rows] == [
+        ["2", "2", "5", "10.6", "KiB", "5", "regular,", "1", "points", "2", "1,200", "10x15"],
+        ["1", "1", "1", "1.3", "KiB", "1", "irregular", "2", "128", "-"],
+        ["2", "1", "1", "56", "B", "1", "regular", "1", "10", "-"]]
+
+
+def test_darshan_export_read_by_pydarshan(known, tmp_path):
+    darshan = pytest.importorskip("darshan")
+    from darshan.backend import cffi_backend as b
+
+    from sluice.darshan.recid import record_id
+
+    work, logs = known
+    sluice("export", "--darshan", str(logs), "-o", str(tmp_path))
+    app = next(p for p in tmp_path.glob("*.darshan") if not p.name.endswith(".fs.darshan"))
+    rep = darshan.DarshanReport(str(app), read_all=True)
+    assert {"H5F", "H5D"} <= set(rep.modules)
+    got = {}
+    for mod in ("H5F", "H5D"):
+        for rec in rep.records[mod].to_list():
+            c = dict(zip(b.counter_names(mod), (int(x) for x in rec["counters"])))
+            c.update(zip(b.fcounter_names(mod), rec["fcounters"]))
+            name = rep.name_records[rec["id"]]
+            got[name] = c
+            assert rec["rank"] == 0
+            if mod == "H5D":
+                assert rec["file_rec_id"] == record_id(f"{work}/k.h5")
+    # the failed open has no Darshan counter: no record
+    assert set(got) == {f"{work}/{n}" for n in KNOWN if n != "k.h5.missing"}
+    for name, want in KNOWN.items():
+        if name == "k.h5.missing":
+            continue
+        c = got[f"{work}/{name}"]
+        moved = {k: v for k, v in c.items() if v and "_F_" not in k and k not in TIMED}
+        assert moved == want, name
+        assert all(c[k] == 0 for k in c if "_RANK" in k)
+    assert got[f"{work}/k.h5:/chunked"]["H5D_F_WRITE_TIME"] > 0
+
+
+def test_h5py_dataset_is_counted(tmp_path):
+    pytest.importorskip("h5py")
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import sys, h5py, numpy as np\n"
+        "with h5py.File(sys.argv[1], 'w') as f:\n"
+        "    d = f.create_dataset('grid', shape=(100, 50), dtype='f4', chunks=(10, 50))\n"
+        "    d[0:10, :] = np.ones((10, 50), dtype='f4')\n"
+        "    d[10:20, :] = np.full((10, 50), 2, dtype='f4')\n"
+        "    assert float(d[15:25, 0:25].sum()) == 5 * 25 * 2\n")
+    logs = tmp_path / "logs"
+    sluice("run", "--log-dir", str(logs), "--path", str(tmp_path), "--", sys.executable, str(script),
+           str(tmp_path / "p.h5"))
+    r = report_json(logs)
+    assert h5(file_entry(r, tmp_path / "p.h5")["app"]) == {"H5F_OPENS": 1}
+    assert h5(file_entry(r, f"{tmp_path}/p.h5:/grid")["app"]) == {
+        "H5D_OPENS": 1, "H5D_READS": 1, "H5D_WRITES": 2, "H5D_BYTES_READ": 1000, "H5D_BYTES_WRITTEN": 4000,
+        "H5D_RW_SWITCHES": 1, "H5D_REGULAR_HYPERSLAB_SELECTS": 3, "H5D_SIZE_READ_AGG_100_1K": 1,
+        "H5D_SIZE_WRITE_AGG_1K_10K": 2, "H5D_ACCESS1_ACCESS": 2000, "H5D_ACCESS1_LENGTH_D1": 50,
+        "H5D_ACCESS1_LENGTH_D2": 10, "H5D_ACCESS1_STRIDE_D1": 1, "H5D_ACCESS1_STRIDE_D2": 1, "H5D_ACCESS1_COUNT": 2,
+        "H5D_ACCESS2_ACCESS": 1000, "H5D_ACCESS2_LENGTH_D1": 25, "H5D_ACCESS2_LENGTH_D2": 10,
+        "H5D_ACCESS2_STRIDE_D1": 1, "H5D_ACCESS2_STRIDE_D2": 1, "H5D_ACCESS2_COUNT": 1,
+        "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 5000, "H5D_DATATYPE_SIZE": 4,
+        "H5D_CHUNK_SIZE_D1": 50, "H5D_CHUNK_SIZE_D2": 10}
+
+
+def test_programs_without_hdf5_run_and_an_unbacked_call_fails_cleanly(tmp_path):
+    """libsluice needs no libhdf5: a program without it runs, and an HDF5
+    call with no HDF5 loaded returns HDF5's failure (-1) instead of crashing."""
+    lib = NATIVE / "libsluice.so"
+    needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert "hdf5" not in needed
+    logs = tmp_path / "logs"
+    cp = sluice("run", "--log-dir", str(logs), "--path", str(tmp_path), "--", bin_path("sluice-io"),
+                f"open:{tmp_path / 'x'}:w,creat", "write:5")
+    assert cp.returncode == 0 and (tmp_path / "x").read_bytes() == b"xxxxx"
+    probe = ("import ctypes, sys\n"
+             "lib = ctypes.CDLL(sys.argv[1])\n"
+             "f = lib.H5Fopen; f.restype = ctypes.c_int64; f.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_int64]\n"
+             "print(f(b'/nonexistent.h5', 0, 0))\n")
+    env = dict(os.environ, LD_PRELOAD=str(lib), SLUICE_LOG_DIR=str(logs))
+    out = subprocess.run([sys.executable, "-c", probe, str(lib)], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "-1"
+
+
+@pytest.mark.skipif(not Path(bin_path("h5_known_par")).exists(), reason="no parallel HDF5 (libhdf5-openmpi-dev)")
+def test_parallel_hdf5_collective_transfer(tmp_path):
+    logs = tmp_path / "logs"
+    sluice("run", "--log-dir", str(logs), "--path", str(tmp_path), "--", "mpirun", "--oversubscribe", "-np", "2",
+           bin_path("h5_known_par"), "--parallel", str(tmp_path / "par.h5"), env=MPI_ENV)
+    r = report_json(logs)
+    assert r["processes"] == 2
+    assert h5(file_entry(r, tmp_path / "par.h5")["app"]) == {"H5F_OPENS": 2, "H5F_USE_MPIIO": 1}
+    # each rank: one collective write and read of its 4 x 16 ints
+    assert h5(file_entry(r, f"{tmp_path}/par.h5:/shared")["app"]) == {
+        "H5D_OPENS": 2, "H5D_READS": 2, "H5D_WRITES": 2, "H5D_BYTES_READ": 512, "H5D_BYTES_WRITTEN": 512,
+        "H5D_RW_SWITCHES": 2, "H5D_REGULAR_HYPERSLAB_SELECTS": 4, "H5D_SIZE_READ_AGG_100_1K": 2,
+        "H5D_SIZE_WRITE_AGG_100_1K": 2, "H5D_ACCESS1_ACCESS": 256, "H5D_ACCESS1_LENGTH_D1": 16,
+        "H5D_ACCESS1_LENGTH_D2": 4, "H5D_ACCESS1_STRIDE_D1": 1, "H5D_ACCESS1_STRIDE_D2": 1, "H5D_ACCESS1_COUNT": 4,
+        "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 128, "H5D_DATATYPE_SIZE": 4,
+        "H5D_USE_MPIIO_COLLECTIVE": 1}
+    # the program's collective HDF5 writes went through MPI-IO
+    assert file_entry(r, tmp_path / "par.h5")["app"]["MPIIO_COLL_WRITES"] >= 2
