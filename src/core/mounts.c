@@ -137,9 +137,16 @@ int sluice_mount_of(const char *path)
     }
     /* the longest mount point the path is under; of equal ones the later
      * (mounted over the earlier) */
-    for (int i = 0; i < nmounts; i++)
-        if ((best < 0 || mounts[i].len >= mounts[best].len) && sluice_path_under(path, mounts[i].point))
+    for (int i = 0; i < nmounts; i++) {
+        const struct mount *m = &mounts[i];
+        /* sluice_path_under with the point's length known (a mount point
+         * has no trailing '/' but the root's); the second byte sorts most out */
+        if ((best < 0 || m->len >= mounts[best].len) &&
+            (m->len == 1 ? path[0] == '/'
+                         : path[1] == m->point[1] && strncmp(path, m->point, m->len) == 0 &&
+                               (path[m->len] == '\0' || path[m->len] == '/')))
             best = i;
+    }
     if (best >= 0)
         atomic_store_explicit(&mounts[best].used, 1, memory_order_relaxed);
     return best;
