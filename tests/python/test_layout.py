@@ -99,15 +99,21 @@ def test_auto_mode_one_stripe_staged_file(cdir, logdir):
 
 
 @pytest.mark.cephfs
-def test_auto_mode_default_layout_is_one_processs(cdir, logdir):
-    """One process's file gets one 4 MiB stripe, CephFS's default: nothing
-    is set (no extra create), and the log says why."""
+def test_auto_mode_one_processs_file(cdir, logdir, tmp_path):
+    """--mode auto: one process's file gets one stripe in 1 MiB objects; a
+    layout equal to the one the file gets anyway is not set, and the log says
+    why."""
     f = cdir / "fpp2.bin"
     data = write_file(logdir, f, 2 * MiB, "--mode", "auto")
-    assert ceph_layout(f) == "stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=cephfs_data"
+    assert ceph_layout(f) == "stripe_unit=1048576 stripe_count=1 object_size=1048576 pool=cephfs_data"
     assert f.read_bytes() == data
-    assert layout_counters(logdir, f) == {"POSIX_LAYOUT_DEFAULT": 1}
-    assert "kept: the default is its class's" in sluice("report", str(logdir)).stdout
+    assert layout_counters(logdir, f) == {"POSIX_LAYOUT_SETS": 1, "POSIX_LAYOUT_STRIPES": 1,
+                                          "POSIX_LAYOUT_STRIPE_BYTES": MiB}
+    g, logs2 = cdir / "dflt.bin", tmp_path / "logs2"
+    write_file(logs2, g, MiB, "--layout", "stripe_count=1,stripe_size=4M")
+    assert ceph_layout(g) == "stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=cephfs_data"
+    assert layout_counters(logs2, g) == {"POSIX_LAYOUT_DEFAULT": 1}
+    assert "kept: the layout it gets anyway" in sluice("report", str(logs2)).stdout
 
 
 @pytest.mark.cephfs

@@ -52,9 +52,9 @@ int main(void)
     CHECK_EQ(sluice_layout_parse("stripe_count=70000", &s), -EINVAL);
 
     /* classes: one process's file, a file shared by a communicator */
-    l = sluice_layout_for_class(1, 1 << 20);
+    l = sluice_layout_for_class(1, 16 << 20);
     CHECK_EQ(l.stripe_count, 1);
-    CHECK_EQ(l.stripe_size, 4 << 20);
+    CHECK_EQ(l.stripe_size, 1 << 20);
     l = sluice_layout_for_class(4, 1 << 20);
     CHECK_EQ(l.stripe_count, 4);
     CHECK_EQ(l.stripe_size, 1 << 20);
@@ -85,7 +85,9 @@ int main(void)
     CHECK_EQ(l.object_size, 4 << 20);
     {
         struct sluice_layout one = sluice_layout_for_class(1, 1 << 20), four = sluice_layout_for_class(4, 1 << 20);
-        CHECK_EQ(sluice_layout_ceph_same(&one, &l), 1);    /* one process's file: CephFS's default */
+        struct sluice_layout dflt = {.stripe_count = 1, .stripe_size = 4 << 20};
+        CHECK_EQ(sluice_layout_ceph_same(&dflt, &l), 1);
+        CHECK_EQ(sluice_layout_ceph_same(&one, &l), 0);    /* one process's file: 1 MiB objects */
         CHECK_EQ(sluice_layout_ceph_same(&four, &l), 0);
     }
     CHECK_EQ(sluice_layout_ceph_json("{\"stripe_unit\": 1048576, \"stripe_count\": 6, \"object_size\": 4194304, "

@@ -145,7 +145,7 @@ def layout_rows(files) -> list[dict]:
         elif c["POSIX_LAYOUT_DIR_KEPT"]:
             decision = "kept: the directory's layout"
         elif c["POSIX_LAYOUT_DEFAULT"]:
-            decision = "kept: the default is its class's"
+            decision = "kept: the layout it gets anyway"
         else:
             decision = "kept: the file existed"
         rows.append({"path": f.path, "decision": decision,
