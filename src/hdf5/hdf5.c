@@ -340,22 +340,31 @@ static void count_rw(const struct h5d_handle *h, enum sluice_access kind, sluice
     double dt = ticks(t0, t1);
 
     if (file_space != SLUICE_H5S_ALL) {
+        /* each query is an API call with HDF5's own locking: a regular
+         * hyperslab's points come from its shape, not from one more call */
+        int have_points = 0;
         sel = a->H5Sget_select_type(file_space);
-        npoints = a->H5Sget_select_npoints(file_space);
-        if (npoints < 0)
-            npoints = 0;
         if (sel == SLUICE_H5S_SEL_HYPERSLABS && a->H5Sis_regular_hyperslab && a->H5Sget_regular_hyperslab &&
             a->H5Sis_regular_hyperslab(file_space) > 0) {
             sluice_hsize_t start[SLUICE_H5_RANK_MAX], stride[SLUICE_H5_RANK_MAX], count[SLUICE_H5_RANK_MAX],
                 block[SLUICE_H5_RANK_MAX];
             int nd = h->ndims < SLUICE_H5_RANK_MAX ? h->ndims : SLUICE_H5_RANK_MAX;
             regular = 1;
-            if (a->H5Sget_regular_hyperslab(file_space, start, stride, count, block) >= 0)
+            if (nd > 0 && a->H5Sget_regular_hyperslab(file_space, start, stride, count, block) >= 0) {
+                npoints = 1;
+                for (int i = 0; i < nd; i++)
+                    npoints *= (int64_t)(count[i] * block[i]);
+                have_points = 1;
                 for (int i = 0; i < nd && i < SLUICE_H5_MAX_NDIMS; i++) {   /* D1: the last dimension */
                     v[1 + i] = (int64_t)(count[nd - 1 - i] * block[nd - 1 - i]);
                     v[1 + SLUICE_H5_MAX_NDIMS + i] = (int64_t)stride[nd - 1 - i];
                 }
+            }
         }
+        if (!have_points)
+            npoints = a->H5Sget_select_npoints(file_space);
+        if (npoints < 0)
+            npoints = 0;
     }
     if (xfer != SLUICE_H5P_DEFAULT && a->H5Pget_dxpl_mpio) {
         int mode = 0;

@@ -10,6 +10,7 @@ from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, for
 from sluice.bench.workloads.ensemble import Ensemble
 from sluice.bench.workloads.farm_ensemble import FarmEnsemble
 from sluice.bench.workloads.fpp_netcdf import FppNetcdf
+from sluice.bench.workloads.h5write import H5Write
 from sluice.bench.workloads.ior_shared import IorShared
 from sluice.bench.workloads.limits import Limits
 from sluice.bench.workloads.nc_append import NcAppend
@@ -24,7 +25,7 @@ WORKLOADS: dict[str, type[Workload]] = {
     w.name: w
     for w in (
         Limits, SmallIO, Ensemble, CkptBurst, FppNetcdf, AmrN1, AmrCkpt, Overhead,
-        NcAppend, RandRead, SmallRead, CreateOnce, StridedShared, IorShared, FarmEnsemble,
+        NcAppend, RandRead, SmallRead, CreateOnce, StridedShared, IorShared, FarmEnsemble, H5Write,
     )
 }  # fmt: skip
 
