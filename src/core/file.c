@@ -180,7 +180,7 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
     uint64_t t0, t1;
     int fd, err;
 
-    if (flags & O_CREAT)
+    if ((flags & O_CREAT) && sluice_layout_active())
         flags = layout_create(dirfd, path, flags, mode, &created);
     t0 = sluice_now();
     fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);

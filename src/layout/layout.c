@@ -67,6 +67,14 @@ static int wanted(int mode)
            (spec.want == SLUICE_LAYOUT_DEFAULT && mode == SLUICE_MODE_AUTO);
 }
 
+int sluice_layout_active(void)
+{
+    pthread_once(&spec_once, spec_load);
+    if (spec.want == SLUICE_LAYOUT_OFF)
+        return 0;
+    return spec.want != SLUICE_LAYOUT_DEFAULT || (sluice_policy_modes_used() & (1u << SLUICE_MODE_AUTO)) != 0;
+}
+
 /* Add v to counter c on both sides of r (the layout is the file system's
  * and the program's alike). */
 static void add(struct sluice_record *r, int c, int64_t v)

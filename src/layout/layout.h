@@ -92,6 +92,10 @@ int sluice_layout_lustre_value(const struct sluice_layout *l, unsigned char *buf
 
 /* ---- the runtime's hooks (layout.c) ---- */
 
+/* Cheap, for every creating open: whether any file may get a layout
+ * (SLUICE_LAYOUT asks for them in every mode, or some path's mode is auto). */
+int sluice_layout_active(void);
+
 /* Before an open(path, flags, mode) that may create a file (O_CREAT):
  * when the file is new and should get a layout (`abs`: its absolute path;
  * `smode`: its sluice mode), create it here, empty, with `mode` (the

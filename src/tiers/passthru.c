@@ -50,7 +50,7 @@ static int passthru_open(struct sluice_file *f, int level, int dirfd, const char
     int fd;
 
     /* a new file on CephFS or Lustre: created with its layout first */
-    if ((flags & O_CREAT) && f->rec)
+    if ((flags & O_CREAT) && f->rec && sluice_layout_active())
         flags = sluice_layout_create(dirfd, path, f->rec->path, flags, mode, sluice_policy_mode(f->rec->path),
                                      f->rec, &created);
     t0 = fs_now(f);
