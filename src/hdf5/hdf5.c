@@ -647,6 +647,24 @@ SLUICE_EXPORT sluice_hid_t H5Dopen2(sluice_hid_t loc_id, const char *name, sluic
     return dataset_done(loc_id, name, a->H5Dopen2(loc_id, name, dapl_id), 0, t0);
 }
 
+/* A read or write of dataset dset_id returned rc: counted if the dataset is recorded. */
+static sluice_herr_t rw_done(sluice_hid_t dset_id, sluice_herr_t rc, enum sluice_access kind,
+                             sluice_hid_t file_space_id, sluice_hid_t dxpl_id, uint64_t t0)
+{
+    uint64_t t1 = sluice_now();
+    struct h5d_handle h;
+
+    if (table_dataset(dset_id, &h)) {
+        int saved = errno;
+        if (rc < 0)
+            count_error(h.st->rec, H5D_ERRORS);
+        else
+            count_rw(&h, kind, file_space_id, dxpl_id, t0, t1);
+        errno = saved;
+    }
+    return rc;
+}
+
 SLUICE_EXPORT sluice_herr_t H5Dread(sluice_hid_t dset_id, sluice_hid_t mem_type_id, sluice_hid_t mem_space_id,
                                     sluice_hid_t file_space_id, sluice_hid_t dxpl_id, void *buf)
 {
@@ -654,18 +672,8 @@ SLUICE_EXPORT sluice_herr_t H5Dread(sluice_hid_t dset_id, sluice_hid_t mem_type_
     if (!sluice_active())
         return a->H5Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
     uint64_t t0 = sluice_now();
-    sluice_herr_t rc = a->H5Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
-    uint64_t t1 = sluice_now();
-    struct h5d_handle h;
-    if (table_dataset(dset_id, &h)) {
-        int saved = errno;
-        if (rc < 0)
-            count_error(h.st->rec, H5D_ERRORS);
-        else
-            count_rw(&h, SLUICE_READ, file_space_id, dxpl_id, t0, t1);
-        errno = saved;
-    }
-    return rc;
+    return rw_done(dset_id, a->H5Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf), SLUICE_READ,
+                   file_space_id, dxpl_id, t0);
 }
 
 SLUICE_EXPORT sluice_herr_t H5Dwrite(sluice_hid_t dset_id, sluice_hid_t mem_type_id, sluice_hid_t mem_space_id,
@@ -675,17 +683,22 @@ SLUICE_EXPORT sluice_herr_t H5Dwrite(sluice_hid_t dset_id, sluice_hid_t mem_type
     if (!sluice_active())
         return a->H5Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
     uint64_t t0 = sluice_now();
-    sluice_herr_t rc = a->H5Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
+    return rw_done(dset_id, a->H5Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf),
+                   SLUICE_WRITE, file_space_id, dxpl_id, t0);
+}
+
+/* A flush or close of dataset h returned rc: counter (-1: none), meta time, stamps (-1: none). */
+static sluice_herr_t dataset_meta_done(const struct h5d_handle *h, sluice_herr_t rc, int counter, int first, int last,
+                                       uint64_t t0)
+{
     uint64_t t1 = sluice_now();
-    struct h5d_handle h;
-    if (table_dataset(dset_id, &h)) {
-        int saved = errno;
-        if (rc < 0)
-            count_error(h.st->rec, H5D_ERRORS);
-        else
-            count_rw(&h, SLUICE_WRITE, file_space_id, dxpl_id, t0, t1);
-        errno = saved;
-    }
+    int saved = errno;
+
+    if (rc < 0)
+        count_error(h->st->rec, H5D_ERRORS);
+    else
+        count_meta(h->st->rec, counter, H5D_F_META_TIME, first, last, t0, t1);
+    errno = saved;
     return rc;
 }
 
@@ -696,15 +709,7 @@ SLUICE_EXPORT sluice_herr_t H5Dflush(sluice_hid_t dset_id)
     if (!sluice_active() || !table_dataset(dset_id, &h))
         return a->H5Dflush(dset_id);
     uint64_t t0 = sluice_now();
-    sluice_herr_t rc = a->H5Dflush(dset_id);
-    uint64_t t1 = sluice_now();
-    int saved = errno;
-    if (rc < 0)
-        count_error(h.st->rec, H5D_ERRORS);
-    else
-        count_meta(h.st->rec, H5D_FLUSHES, H5D_F_META_TIME, -1, -1, t0, t1);
-    errno = saved;
-    return rc;
+    return dataset_meta_done(&h, a->H5Dflush(dset_id), H5D_FLUSHES, -1, -1, t0);
 }
 
 SLUICE_EXPORT sluice_herr_t H5Dclose(sluice_hid_t dset_id)
@@ -714,15 +719,9 @@ SLUICE_EXPORT sluice_herr_t H5Dclose(sluice_hid_t dset_id)
     if (!sluice_active() || !table_dataset(dset_id, &h))
         return a->H5Dclose(dset_id);
     uint64_t t0 = sluice_now();
-    sluice_herr_t rc = a->H5Dclose(dset_id);
-    uint64_t t1 = sluice_now();
-    int saved = errno;
-    if (rc < 0) {
-        count_error(h.st->rec, H5D_ERRORS);
-    } else {
-        table_drop(dset_id);
-        count_meta(h.st->rec, -1, H5D_F_META_TIME, H5D_F_CLOSE_START_TIMESTAMP, H5D_F_CLOSE_END_TIMESTAMP, t0, t1);
-    }
-    errno = saved;
+    sluice_herr_t rc = dataset_meta_done(&h, a->H5Dclose(dset_id), -1, H5D_F_CLOSE_START_TIMESTAMP,
+                                         H5D_F_CLOSE_END_TIMESTAMP, t0);
+    if (rc >= 0)
+        table_drop(dset_id);   /* frees only our memory: errno stays (glibc's free keeps it) */
     return rc;
 }
