@@ -194,3 +194,23 @@ def test_parallel_hdf5_collective_transfer(tmp_path):
         "H5D_USE_MPIIO_COLLECTIVE": 1}
     # the program's collective HDF5 writes went through MPI-IO
     assert file_entry(r, tmp_path / "par.h5")["app"]["MPIIO_COLL_WRITES"] >= 2
+    # exported as Darshan reduces a record every rank shared: one of rank -1,
+    # counts added, the dataset's properties kept (not doubled)
+    darshan = pytest.importorskip("darshan")
+    from darshan.backend import cffi_backend as b
+
+    sluice("export", "--darshan", str(logs), "-o", str(tmp_path / "dx"))
+    app = next(p for p in (tmp_path / "dx").glob("*.darshan") if not p.name.endswith(".fs.darshan"))
+    rep = darshan.DarshanReport(str(app), read_all=True)
+    (f,) = rep.records["H5F"].to_list()
+    (d,) = rep.records["H5D"].to_list()
+    assert f["rank"] == d["rank"] == -1
+    fc = dict(zip(b.counter_names("H5F"), f["counters"]))
+    dc = dict(zip(b.counter_names("H5D"), d["counters"]))
+    assert (fc["H5F_OPENS"], fc["H5F_USE_MPIIO"]) == (2, 1)
+    assert {k: dc[k] for k in ("H5D_WRITES", "H5D_BYTES_WRITTEN", "H5D_ACCESS1_COUNT", "H5D_ACCESS1_LENGTH_D1",
+                               "H5D_DATASPACE_NDIMS", "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE",
+                               "H5D_USE_MPIIO_COLLECTIVE")} == {
+        "H5D_WRITES": 2, "H5D_BYTES_WRITTEN": 512, "H5D_ACCESS1_COUNT": 4, "H5D_ACCESS1_LENGTH_D1": 16,
+        "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 128, "H5D_DATATYPE_SIZE": 4, "H5D_USE_MPIIO_COLLECTIVE": 1}
+    assert dc["H5D_FASTEST_RANK_BYTES"] == dc["H5D_SLOWEST_RANK_BYTES"] == 512
