@@ -47,8 +47,11 @@ if [ -d "$RUN" ]; then
         log "unmounted $MNT"
     fi
 
-    # 2. client, MDS, OSDs, manager, delay helper; then the monitor
+    # 2. the client (its mount is gone: after a large delete it may still
+    #    wait on the servers, so it gets 5 s), then MDS, OSDs, manager and
+    #    delay helper, then the monitor
     term ceph-fuse "$(fuse_pats)"
+    wait_all 5
     term ceph-mds "$(ceph_pat ceph-mds)"
     for f in "$RUN"/ceph-osd*.pid; do
         [ -e "$f" ] || continue
