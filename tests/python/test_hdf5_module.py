@@ -130,6 +130,57 @@ def test_darshan_export_read_by_pydarshan(known, tmp_path):
     assert got[f"{work}/k.h5:/chunked"]["H5D_F_WRITE_TIME"] > 0
 
 
+# A Darshan runtime built with its HDF5 module (docs/darshan.md, "HDF5"), to compare with.
+DARSHAN_HDF5_LIB = os.environ.get("SLUICE_DARSHAN_HDF5_LIB")
+
+
+def _darshan_records(path: Path) -> dict[str, dict]:
+    import darshan
+    from darshan.backend import cffi_backend as b
+
+    rep = darshan.DarshanReport(str(path), read_all=True)
+    out = {}
+    for mod in ("H5F", "H5D"):
+        for rec in rep.records[mod].to_list():
+            c = dict(zip(b.counter_names(mod), (int(x) for x in rec["counters"])))
+            out[rep.name_records[rec["id"]]] = {k: v for k, v in c.items()
+                                                if k not in TIMED and "_RANK" not in k}
+    return out
+
+
+@pytest.mark.skipif(not DARSHAN_HDF5_LIB, reason="no Darshan with its HDF5 module (set SLUICE_DARSHAN_HDF5_LIB)")
+def test_h5_counters_equal_darshans(known, tmp_path):
+    """h5_known under Darshan 3.4.7's HDF5 module and under sluice: every
+    H5F/H5D counter equal once Darshan's two quirks are undone (the dataset
+    names it joins without a "/", so "/g" + "v" is "/gv" and "/chunked"
+    opened from the file is a second record "//chunked"; the access shapes it
+    reads from the end of HDF5's five-slot arrays, so a rank-n selection's
+    last dimension is its D(6-n) instead of D1)."""
+    from sluice.report.model import merge_counters
+
+    work, logs = known
+    dwork = tmp_path / "d"
+    dwork.mkdir()
+    env = dict(os.environ, LD_PRELOAD=DARSHAN_HDF5_LIB, DARSHAN_LOGPATH=str(tmp_path), DARSHAN_ENABLE_NONMPI="1")
+    subprocess.run([bin_path("h5_known"), str(dwork / "k.h5")], env=env, check=True, timeout=60)
+    theirs: dict[str, dict] = {}
+    for name, c in _darshan_records(next(tmp_path.rglob("*.darshan"))).items():
+        name = name.replace(str(dwork), str(work)).replace(":/gv", ":/g/v").replace("://", ":/")
+        n = c.get("H5D_DATASPACE_NDIMS", 0)
+        for i in range(1, 5 if "H5D_OPENS" in c else 1):
+            for kind in ("LENGTH", "STRIDE"):
+                vals = [c.get(f"H5D_ACCESS{i}_{kind}_D{d}", 0) for d in range(1, 6)]
+                for d in range(1, 6):
+                    c[f"H5D_ACCESS{i}_{kind}_D{d}"] = vals[d + 5 - n - 1] if n and d <= n else 0
+        if name in theirs:
+            merge_counters(theirs[name], c)
+        else:
+            theirs[name] = c
+    sluice("export", "--darshan", str(logs), "-o", str(tmp_path / "dx"))
+    ours = _darshan_records(next(p for p in (tmp_path / "dx").glob("*.darshan") if not p.name.endswith(".fs.darshan")))
+    assert ours == theirs
+
+
 def test_h5py_dataset_is_counted(tmp_path):
     pytest.importorskip("h5py")
     script = tmp_path / "w.py"
