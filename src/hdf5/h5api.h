@@ -21,9 +21,10 @@ typedef long long sluice_hssize_t;
 #define SLUICE_H5P_DEFAULT ((sluice_hid_t)0)
 #define SLUICE_H5S_ALL ((sluice_hid_t)0)
 
-/* H5S_sel_type, H5D_layout_t, H5FD_mpio_xfer_t */
+/* H5S_sel_type, H5D_layout_t, H5I_type_t, H5FD_mpio_xfer_t */
 enum { SLUICE_H5S_SEL_POINTS = 1, SLUICE_H5S_SEL_HYPERSLABS = 2, SLUICE_H5S_SEL_ALL = 3 };
 enum { SLUICE_H5D_CHUNKED = 2 };
+enum { SLUICE_H5I_DATASET = 5 };   /* H5I_type_t */
 enum { SLUICE_H5FD_MPIO_COLLECTIVE = 1 };
 
 #define SLUICE_H5_MAX_NDIMS 5   /* dimensions Darshan's H5D counters describe */
@@ -45,7 +46,8 @@ enum { SLUICE_H5FD_MPIO_COLLECTIVE = 1 };
     SLUICE_H5_WRAP(sluice_herr_t, H5Dwrite,                                                                     \
                    (sluice_hid_t, sluice_hid_t, sluice_hid_t, sluice_hid_t, sluice_hid_t, const void *))        \
     SLUICE_H5_WRAP(sluice_herr_t, H5Dflush, (sluice_hid_t))                                                     \
-    SLUICE_H5_WRAP(sluice_herr_t, H5Dclose, (sluice_hid_t))
+    SLUICE_H5_WRAP(sluice_herr_t, H5Dclose, (sluice_hid_t))                                                     \
+    SLUICE_H5_WRAP(sluice_hid_t, H5Oopen, (sluice_hid_t, const char *, sluice_hid_t))
 
 /* The queries, taken from the library that holds the wrapped functions
  * (ids belong to one library instance). Optional ones may be missing:
@@ -71,6 +73,7 @@ enum { SLUICE_H5FD_MPIO_COLLECTIVE = 1 };
     SLUICE_H5_QUERY(ssize_t, H5Fget_name, (sluice_hid_t, char *, size_t))                                       \
     SLUICE_H5_QUERY(ssize_t, H5Iget_name, (sluice_hid_t, char *, size_t))                                       \
     SLUICE_H5_QUERY(sluice_htri_t, H5Iis_valid, (sluice_hid_t))                                                 \
+    SLUICE_H5_QUERY(int, H5Iget_type, (sluice_hid_t))                                                           \
     SLUICE_H5_QUERY(sluice_hid_t, H5FD_mpio_init, (void))                                                       \
     SLUICE_H5_QUERY(sluice_herr_t, H5Pget_dxpl_mpio, (sluice_hid_t, int *))
 

@@ -1,8 +1,9 @@
 /*
  * The H5F and H5D modules: HDF5 files and datasets, with Darshan's counters
  * (docs/counters.md). libsluice defines the HDF5 functions Darshan's HDF5
- * module wraps; each calls the next definition (h5api.c) and counts the
- * call when it succeeded on a recorded file.
+ * module wraps, and H5Oopen (how h5py opens datasets); each calls the next
+ * definition (h5api.c) and counts the call when it succeeded on a recorded
+ * file.
  *
  * Records: H5F by the file's absolute path (a "driver:" prefix removed, as
  * ROMIO names go), H5D by "<file path>:<dataset path>". Open identifiers
@@ -645,6 +646,23 @@ SLUICE_EXPORT sluice_hid_t H5Dopen2(sluice_hid_t loc_id, const char *name, sluic
         return a->H5Dopen2(loc_id, name, dapl_id);
     uint64_t t0 = sluice_now();
     return dataset_done(loc_id, name, a->H5Dopen2(loc_id, name, dapl_id), 0, t0);
+}
+
+/* H5Oopen opens any object by name; h5py opens its datasets this way
+ * (Darshan does not see them). A dataset counts as an open of it. */
+SLUICE_EXPORT sluice_hid_t H5Oopen(sluice_hid_t loc_id, const char *name, sluice_hid_t lapl_id)
+{
+    H5_NEXT_OR_FAIL(H5Oopen, -1)
+    if (!sluice_active())
+        return a->H5Oopen(loc_id, name, lapl_id);
+    uint64_t t0 = sluice_now();
+    sluice_hid_t o = a->H5Oopen(loc_id, name, lapl_id);
+    if (o < 0 || !a->H5Iget_type)
+        return o;
+    int saved = errno;
+    int dataset = a->H5Iget_type(o) == SLUICE_H5I_DATASET;
+    errno = saved;
+    return dataset ? dataset_done(loc_id, name, o, 0, t0) : o;
 }
 
 /* A read or write of dataset dset_id returned rc: counted if the dataset is recorded. */

@@ -190,17 +190,20 @@ def test_h5py_dataset_is_counted(tmp_path):
         "    d = f.create_dataset('grid', shape=(100, 50), dtype='f4', chunks=(10, 50))\n"
         "    d[0:10, :] = np.ones((10, 50), dtype='f4')\n"
         "    d[10:20, :] = np.full((10, 50), 2, dtype='f4')\n"
-        "    assert float(d[15:25, 0:25].sum()) == 5 * 25 * 2\n")
+        "    assert float(d[15:25, 0:25].sum()) == 5 * 25 * 2\n"
+        "with h5py.File(sys.argv[1], 'r') as f:\n"      # h5py opens a dataset with H5Oopen
+        "    assert float(f['grid'][0:10, :].sum()) == 500\n")
     logs = tmp_path / "logs"
     sluice("run", "--log-dir", str(logs), "--path", str(tmp_path), "--", sys.executable, str(script),
            str(tmp_path / "p.h5"))
     r = report_json(logs)
-    assert h5(file_entry(r, tmp_path / "p.h5")["app"]) == {"H5F_OPENS": 1}
+    assert h5(file_entry(r, tmp_path / "p.h5")["app"]) == {"H5F_OPENS": 2}
     assert h5(file_entry(r, f"{tmp_path}/p.h5:/grid")["app"]) == {
-        "H5D_OPENS": 1, "H5D_READS": 1, "H5D_WRITES": 2, "H5D_BYTES_READ": 1000, "H5D_BYTES_WRITTEN": 4000,
-        "H5D_RW_SWITCHES": 1, "H5D_REGULAR_HYPERSLAB_SELECTS": 3, "H5D_SIZE_READ_AGG_100_1K": 1,
-        "H5D_SIZE_WRITE_AGG_1K_10K": 2, "H5D_ACCESS1_ACCESS": 2000, "H5D_ACCESS1_LENGTH_D1": 50,
-        "H5D_ACCESS1_LENGTH_D2": 10, "H5D_ACCESS1_STRIDE_D1": 1, "H5D_ACCESS1_STRIDE_D2": 1, "H5D_ACCESS1_COUNT": 2,
+        "H5D_OPENS": 2, "H5D_READS": 2, "H5D_WRITES": 2, "H5D_BYTES_READ": 3000, "H5D_BYTES_WRITTEN": 4000,
+        "H5D_RW_SWITCHES": 1, "H5D_REGULAR_HYPERSLAB_SELECTS": 4, "H5D_SIZE_READ_AGG_100_1K": 1,
+        "H5D_SIZE_READ_AGG_1K_10K": 1, "H5D_SIZE_WRITE_AGG_1K_10K": 2, "H5D_ACCESS1_ACCESS": 2000,
+        "H5D_ACCESS1_LENGTH_D1": 50, "H5D_ACCESS1_LENGTH_D2": 10, "H5D_ACCESS1_STRIDE_D1": 1,
+        "H5D_ACCESS1_STRIDE_D2": 1, "H5D_ACCESS1_COUNT": 3,
         "H5D_ACCESS2_ACCESS": 1000, "H5D_ACCESS2_LENGTH_D1": 25, "H5D_ACCESS2_LENGTH_D2": 10,
         "H5D_ACCESS2_STRIDE_D1": 1, "H5D_ACCESS2_STRIDE_D2": 1, "H5D_ACCESS2_COUNT": 1,
         "H5D_DATASPACE_NDIMS": 2, "H5D_DATASPACE_NPOINTS": 5000, "H5D_DATATYPE_SIZE": 4,
