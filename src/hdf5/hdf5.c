@@ -36,14 +36,36 @@
 
 /* ---- per-dataset state ---- */
 
-/* The four most common accesses of a dataset record: (size, lengths D1..D5,
- * strides D1..D5), Darshan's H5D_ACCESS* tuple; the first 32 distinct ones. */
+/* The distinct accesses of a dataset record, Darshan's H5D_ACCESS* tuples
+ * (size, lengths D1..D5, strides D1..D5): the first 32, each kept as a
+ * 64-bit hash of its tuple and a count. The four most frequent are in the
+ * record's counters in full; an access that enters them is the one being
+ * counted, so its tuple is at hand. */
 #define H5_ACC_VALS (1 + 2 * SLUICE_H5_MAX_NDIMS)
 struct h5d_common {
     uint32_t n;
     uint32_t freq[SLUICE_CVAL_SLOTS];
-    int64_t val[SLUICE_CVAL_SLOTS][H5_ACC_VALS];
+    uint64_t key[SLUICE_CVAL_SLOTS];
 };
+
+/* Tuples in numeric order, element by element (ties in the top four go to the larger). */
+static int tuple_cmp(const int64_t *a, const int64_t *b)
+{
+    for (int i = 0; i < H5_ACC_VALS; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+static uint64_t access_key(const int64_t *v)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < H5_ACC_VALS; i++) {
+        h ^= (uint64_t)v[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 33);
+}
 
 /* One per H5D record (shared by every handle of that dataset); under the record's lock. */
 struct h5d_state {
@@ -285,41 +307,43 @@ static void count_meta(struct sluice_record *r, int counter, int ftime, int firs
     sluice_record_unlock(r);
 }
 
-/* One more access v in the dataset's table; the four most frequent non-zero
- * sizes (higher count first, then the larger tuple) kept in the record. */
+/* One more access v in the dataset's table; the four most frequent with a
+ * non-zero size (higher count first, then the larger tuple) kept in the record. */
 static void common_count(struct h5d_common *t, int64_t *ic, const int64_t *v)
 {
     uint32_t i = 0, freq;
     int j = 0;
     int64_t *top = &ic[H5D_ACCESS1_ACCESS], *cnt = &ic[H5D_ACCESS1_COUNT];
+    uint64_t key = access_key(v);
+    const size_t tuple = sizeof(int64_t) * H5_ACC_VALS;
 
-    while (i < t->n && memcmp(t->val[i], v, sizeof t->val[i]) != 0)
+    while (i < t->n && t->key[i] != key)
         i++;
     if (i == t->n) {
         if (i == SLUICE_CVAL_SLOTS)
             return;
-        memcpy(t->val[i], v, sizeof t->val[i]);
+        t->key[i] = key;
         t->freq[i] = 0;
         t->n = i + 1;
     }
     freq = ++t->freq[i];
     if (v[0] == 0)
         return;
-    while (j < 4 && !(cnt[j] > 0 && memcmp(&top[j * H5_ACC_VALS], v, sizeof t->val[i]) == 0))
+    while (j < 4 && !(cnt[j] > 0 && memcmp(&top[j * H5_ACC_VALS], v, tuple) == 0))
         j++;
     if (j == 4) {   /* not listed: it takes the fourth place if it beats it */
         if (cnt[3] > (int64_t)freq ||
-            (cnt[3] == (int64_t)freq && memcmp(&top[3 * H5_ACC_VALS], v, sizeof t->val[i]) > 0))
+            (cnt[3] == (int64_t)freq && tuple_cmp(&top[3 * H5_ACC_VALS], v) > 0))
             return;
         j = 3;
-        memcpy(&top[3 * H5_ACC_VALS], v, sizeof t->val[i]);
+        memcpy(&top[3 * H5_ACC_VALS], v, tuple);
     }
     cnt[j] = freq;
     /* move up past entries it now beats */
     for (; j > 0; j--) {
         int64_t *prev = &top[(j - 1) * H5_ACC_VALS], *cur = &top[j * H5_ACC_VALS];
         int64_t tmp[H5_ACC_VALS];
-        if (cnt[j - 1] > cnt[j] || (cnt[j - 1] == cnt[j] && prev[0] >= cur[0]))
+        if (cnt[j - 1] > cnt[j] || (cnt[j - 1] == cnt[j] && tuple_cmp(prev, cur) >= 0))
             break;
         memcpy(tmp, prev, sizeof tmp);
         memcpy(prev, cur, sizeof tmp);
