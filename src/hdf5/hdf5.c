@@ -39,8 +39,8 @@
 /* The distinct accesses of a dataset record, Darshan's H5D_ACCESS* tuples
  * (size, lengths D1..D5, strides D1..D5): the first 32, each kept as a
  * 64-bit hash of its tuple and a count. The four most frequent are in the
- * record's counters in full; an access that enters them is the one being
- * counted, so its tuple is at hand. */
+ * record's counters in full, with their counts; an access that enters them
+ * is the one being counted, so its tuple is at hand. */
 #define H5_ACC_VALS (1 + 2 * SLUICE_H5_MAX_NDIMS)
 struct h5d_common {
     uint32_t n;
@@ -311,34 +311,46 @@ static void count_meta(struct sluice_record *r, int counter, int ftime, int firs
  * non-zero size (higher count first, then the larger tuple) kept in the record. */
 static void common_count(struct h5d_common *t, int64_t *ic, const int64_t *v)
 {
-    uint32_t i = 0, freq;
+    uint32_t i = 0;
+    int64_t freq;
     int j = 0;
     int64_t *top = &ic[H5D_ACCESS1_ACCESS], *cnt = &ic[H5D_ACCESS1_COUNT];
-    uint64_t key = access_key(v);
     const size_t tuple = sizeof(int64_t) * H5_ACC_VALS;
 
-    while (i < t->n && t->key[i] != key)
-        i++;
-    if (i == t->n) {
-        if (i == SLUICE_CVAL_SLOTS)
+    /* Listed already (the usual case): its count lives in the record, the
+     * table's is brought up to date when it leaves the four. */
+    if (v[0] != 0)
+        while (j < 4 && !(cnt[j] > 0 && memcmp(&top[j * H5_ACC_VALS], v, tuple) == 0))
+            j++;
+    if (v[0] != 0 && j < 4) {
+        freq = ++cnt[j];
+    } else {
+        uint64_t key = access_key(v);
+        while (i < t->n && t->key[i] != key)
+            i++;
+        if (i == t->n) {
+            if (i == SLUICE_CVAL_SLOTS)
+                return;
+            t->key[i] = key;
+            t->freq[i] = 0;
+            t->n = i + 1;
+        }
+        freq = ++t->freq[i];
+        if (v[0] == 0)
             return;
-        t->key[i] = key;
-        t->freq[i] = 0;
-        t->n = i + 1;
-    }
-    freq = ++t->freq[i];
-    if (v[0] == 0)
-        return;
-    while (j < 4 && !(cnt[j] > 0 && memcmp(&top[j * H5_ACC_VALS], v, tuple) == 0))
-        j++;
-    if (j == 4) {   /* not listed: it takes the fourth place if it beats it */
-        if (cnt[3] > (int64_t)freq ||
-            (cnt[3] == (int64_t)freq && tuple_cmp(&top[3 * H5_ACC_VALS], v) > 0))
+        /* not listed: it takes the fourth place if it beats it */
+        if (cnt[3] > freq || (cnt[3] == freq && tuple_cmp(&top[3 * H5_ACC_VALS], v) > 0))
             return;
+        if (cnt[3] > 0) {   /* the one it displaces keeps its count in the table */
+            uint64_t out = access_key(&top[3 * H5_ACC_VALS]);
+            for (uint32_t k = 0; k < t->n; k++)
+                if (t->key[k] == out)
+                    t->freq[k] = (uint32_t)cnt[3];
+        }
         j = 3;
         memcpy(&top[3 * H5_ACC_VALS], v, tuple);
+        cnt[3] = freq;
     }
-    cnt[j] = freq;
     /* move up past entries it now beats */
     for (; j > 0; j--) {
         int64_t *prev = &top[(j - 1) * H5_ACC_VALS], *cur = &top[j * H5_ACC_VALS];

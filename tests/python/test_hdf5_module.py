@@ -210,6 +210,32 @@ def test_h5py_dataset_is_counted(tmp_path):
         "H5D_CHUNK_SIZE_D1": 50, "H5D_CHUNK_SIZE_D2": 10}
 
 
+def test_common_accesses_are_the_four_most_frequent(tmp_path):
+    """400 writes of 9 row counts in a seeded random order: the four listed
+    accesses are the most frequent (ties: the larger), with exact counts."""
+    pytest.importorskip("h5py")
+    import random
+
+    rng = random.Random(7)
+    rows = [rng.choice([1, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 8, 9]) for _ in range(400)]
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import sys, h5py, numpy as np\n"
+        "with h5py.File(sys.argv[1], 'w') as f:\n"
+        "    d = f.create_dataset('x', shape=(10, 50), dtype='f4')\n"
+        f"    for n in {rows!r}:\n"
+        "        d[0:n, :] = np.zeros((n, 50), dtype='f4')\n")
+    logs = tmp_path / "logs"
+    sluice("run", "--log-dir", str(logs), "--path", str(tmp_path), "--", sys.executable, str(script),
+           str(tmp_path / "c.h5"))
+    c = file_entry(report_json(logs), f"{tmp_path}/c.h5:/x")["app"]
+    counts = {n: rows.count(n) for n in set(rows)}
+    want = sorted(counts.items(), key=lambda nc: (-nc[1], -nc[0]))[:4]
+    got = [(c[f"H5D_ACCESS{i}_LENGTH_D2"], c[f"H5D_ACCESS{i}_COUNT"]) for i in range(1, 5)]
+    assert got == want
+    assert [c[f"H5D_ACCESS{i}_ACCESS"] for i in range(1, 5)] == [n * 50 * 4 for n, _ in want]
+
+
 def test_programs_without_hdf5_run_and_an_unbacked_call_fails_cleanly(tmp_path):
     """libsluice needs no libhdf5: a program without it runs, and an HDF5
     call with no HDF5 loaded returns HDF5's failure (-1) instead of crashing."""
