@@ -373,7 +373,9 @@ def fuse_ops(mount: Path) -> dict[str, int]:
 def test_create_once_asks_the_file_system_client_nothing_more(testbed_mount, logdir):
     """Files created, written once and closed: buffer mode sends the
     file system's client the same requests as the plain program, plus the
-    one layout question for the device (no stat per file)."""
+    one layout question for the device and the profiler's one statfs of the
+    mount (its block size: POSIX_FILE_ALIGNMENT, as Darshan asks it) — no
+    stat per file."""
     d = Path(subprocess.check_output(["mktemp", "-d", "-p", str(testbed_mount), "sluice-co-XXXX"], text=True).strip())
     try:
         deltas = {}
@@ -390,6 +392,7 @@ def test_create_once_asks_the_file_system_client_nothing_more(testbed_mount, log
         assert deltas["plain"]["fuse_ops.create"] == 100
         expected = dict(deltas["plain"])
         expected["fuse_ops.getxattr"] = expected.get("fuse_ops.getxattr", 0) + 1   # lustre.lov, once
+        expected["fuse_ops.statfs"] = expected.get("fuse_ops.statfs", 0) + 1       # the mount's block size, once
         # (a lookup or getattr comes and goes as the kernel's caches of the
         # directories above expire: not the program's doing, either run)
         got = dict(deltas["buffer"])
