@@ -53,12 +53,17 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
+        return cls.read_env("SLUICE_TESTBED", DEFAULT_STATE_DIR, DEFAULT_NETNS, DEFAULT_ADDR, DEFAULT_MOUNTPOINT)
+
+    @classmethod
+    def read_env(cls, prefix: str, state_dir: Path, netns: str, addr: str, mountpoint: Path) -> Settings:
+        """PREFIX_STATE_DIR, _NETNS, _ADDR and _MOUNTPOINT, each over its default."""
         env = os.environ
         return cls(
-            state_dir=Path(os.path.realpath(env.get("SLUICE_TESTBED_STATE_DIR") or DEFAULT_STATE_DIR)),
-            netns=env.get("SLUICE_TESTBED_NETNS") or DEFAULT_NETNS,
-            addr=env.get("SLUICE_TESTBED_ADDR") or DEFAULT_ADDR,
-            mountpoint=Path(env.get("SLUICE_TESTBED_MOUNTPOINT") or DEFAULT_MOUNTPOINT),
+            state_dir=Path(os.path.realpath(env.get(f"{prefix}_STATE_DIR") or state_dir)),
+            netns=env.get(f"{prefix}_NETNS") or netns,
+            addr=env.get(f"{prefix}_ADDR") or addr,
+            mountpoint=Path(env.get(f"{prefix}_MOUNTPOINT") or mountpoint),
         )
 
     @property

@@ -48,13 +48,7 @@ class Settings(testbed.Settings):
 
     @classmethod
     def from_env(cls) -> Settings:
-        env = os.environ
-        return cls(
-            state_dir=Path(os.path.realpath(env.get("SLUICE_CEPHFS_STATE_DIR") or DEFAULT_STATE_DIR)),
-            netns=env.get("SLUICE_CEPHFS_NETNS") or DEFAULT_NETNS,
-            addr=env.get("SLUICE_CEPHFS_ADDR") or DEFAULT_ADDR,
-            mountpoint=Path(env.get("SLUICE_CEPHFS_MOUNTPOINT") or DEFAULT_MOUNTPOINT),
-        )
+        return cls.read_env("SLUICE_CEPHFS", DEFAULT_STATE_DIR, DEFAULT_NETNS, DEFAULT_ADDR, DEFAULT_MOUNTPOINT)
 
     @property
     def conf(self) -> Path:
