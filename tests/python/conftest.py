@@ -58,10 +58,12 @@ def report_json(log_dir: Path, *extra: str) -> dict:
 
 
 def file_entry(report: dict, path: str | Path) -> dict:
-    for f in report["files"]:
+    """The entry of a file, or of an HDF5 dataset (FILE:/NAME), in `sluice report --json`."""
+    key = "datasets" if ":/" in str(path) else "files"
+    for f in report[key]:
         if f["path"] == str(path):
             return f
-    raise AssertionError(f"{path} not in report; files: {[f['path'] for f in report['files']]}")
+    raise AssertionError(f"{path} not in report; {key}: {[f['path'] for f in report[key]]}")
 
 
 # The access-pattern counters: the common access sizes and strides, the

@@ -77,6 +77,9 @@ def test_known_counters(known):
         < chunked["H5D_F_CLOSE_START_TIMESTAMP"] < chunked["H5D_F_OPEN_END_TIMESTAMP"] \
         < chunked["H5D_F_READ_END_TIMESTAMP"] < chunked["H5D_F_CLOSE_END_TIMESTAMP"]
     assert chunked["H5D_F_WRITE_TIME"] > 0 and chunked["H5D_F_READ_TIME"] > 0 and chunked["H5D_F_META_TIME"] > 0
+    # datasets are listed apart: the files' list (and its count) holds files only
+    assert sorted(e["path"] for e in r["files"]) == [f"{work}/k.h5", f"{work}/k.h5.missing"]
+    assert sorted(e["path"] for e in r["datasets"]) == [f"{work}/k.h5:/{n}" for n in ("chunked", "contig", "g/v")]
     f = file_entry(r, f"{work}/k.h5")["app"]
     assert 0 < f["H5F_F_OPEN_START_TIMESTAMP"] < f["H5F_F_CLOSE_START_TIMESTAMP"] < f["H5F_F_OPEN_END_TIMESTAMP"] \
         < f["H5F_F_CLOSE_END_TIMESTAMP"] <= chunked["H5D_F_CLOSE_END_TIMESTAMP"] + 1

@@ -31,12 +31,9 @@ def hdf5_rows(job: Job) -> tuple[int, list[dict]]:
     most bytes first."""
     from sluice.report.text import human_bytes
 
-    maps = [f.app for f in job.files]
-    files = sum(any_positive(maps, ["H5F_OPENS"]))
+    files = sum(any_positive([f.app for f in job.files], ["H5F_OPENS"]))
     rows = []
-    for f, hit in zip(job.files, any_positive(maps, ["H5D_OPENS", "H5D_READS", "H5D_WRITES"])):
-        if not hit:
-            continue
+    for f in job.datasets:
         c = f.app
         nbytes = c.get("H5D_BYTES_READ", 0) + c.get("H5D_BYTES_WRITTEN", 0)
         rows.append({"dataset": f.path, "opens": int(c.get("H5D_OPENS", 0)), "reads": int(c.get("H5D_READS", 0)),

@@ -147,6 +147,9 @@ class Job:
     files: list[FileTotals]
     start_ns: int
     end_ns: int
+    # HDF5 datasets (records named FILE:/PATH): their counters are the H5D
+    # module's, not a file's, so they stay out of the files' tables and counts
+    datasets: list[FileTotals] = field(default_factory=list)
 
     @property
     def processes(self) -> int:
@@ -179,25 +182,28 @@ class Job:
         return mount_rows(self.files, log_mounts(self.logs))
 
     def to_json(self) -> dict:
-        return {**self._head(),
-                "files": [{"path": f.path, "processes": len(f.processes), "app": dict(f.app), "fs": dict(f.fs)}
-                          for f in self.files]}
+        def entries(files: list[FileTotals]) -> list[dict]:
+            return [{"path": f.path, "processes": len(f.processes), "app": dict(f.app), "fs": dict(f.fs)}
+                    for f in files]
+
+        return {**self._head(), "files": entries(self.files), "datasets": entries(self.datasets)}
 
     def write_json(self, out: TextIO, extra: dict | None = None) -> None:
         """json.dumps({**to_json(), **extra}, indent=1) and a newline, written
         to `out` a file at a time: the files' counters are never all Python
         objects, nor all of the text one string."""
-        marker = "\0files\0"
-        head = json.dumps({**self._head(), "files": marker, **(extra or {})}, indent=1)
-        before, _, after = head.partition(json.dumps(marker))
-        out.write(before)
-        if not self.files:
-            out.write("[]")
-        else:
-            out.write("[\n")
-            write_files_json(self.files, out)
-            out.write("\n ]")
-        out.write(after)
+        lists = {"files": self.files, "datasets": self.datasets}
+        head = json.dumps({**self._head(), **{k: f"\0{k}\0" for k in lists}, **(extra or {})}, indent=1)
+        for key, files in lists.items():
+            before, _, head = head.partition(json.dumps(f"\0{key}\0"))
+            out.write(before)
+            if not files:
+                out.write("[]")
+            else:
+                out.write("[\n")
+                write_files_json(files, out)
+                out.write("\n ]")
+        out.write(head)
         out.write("\n")
 
 
@@ -411,8 +417,13 @@ def merge(job_id: str, logs: list[Log]) -> Job:
     for f, known in zip(files, zip(_file_bytes(app).tolist(), _file_ops(app).tolist(),
                                    _file_bytes(fs).tolist(), _file_ops(fs).tolist())):
         f.known = known
-    ordered_files = sorted(files, key=lambda f: (-f.bytes(), -f.ops(), f.path))
-    return Job(job_id, logs, app.totals(), fs.totals(), ordered_files, start, end)
+    is_dataset = (app.column("H5D_OPENS") + app.column("H5D_READS") + app.column("H5D_WRITES") > 0).tolist()
+    by_size = sorted(files, key=lambda f: (-f.bytes(), -f.ops(), f.path))
+    datasets = [f for f, d in zip(files, is_dataset) if d]
+    if datasets:
+        keep = {id(f) for f in datasets}
+        by_size = [f for f in by_size if id(f) not in keep]
+    return Job(job_id, logs, app.totals(), fs.totals(), by_size, start, end, datasets)
 
 
 def _file_ops(table: Table) -> np.ndarray:
