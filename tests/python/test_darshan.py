@@ -358,10 +358,24 @@ def test_csv_tables_have_a_row_per_process_file_and_side(mpiio_job, known_mix, t
     assert posix[(str(work / "data.bin"), "fs")]["rank"] == "0"
     cp = sluice("export", "--parquet", "-o", str(tmp_path / "p"), str(logs), check=False)
     try:
-        import pyarrow  # noqa: F401
-        assert cp.returncode == 0 and (tmp_path / "p" / "POSIX.parquet").exists()
+        import pyarrow.parquet as pq
     except ImportError:
         assert "needs pyarrow" in one_line_error(cp)
+        return
+    # the same table as the CSV, with counters as numbers: a notebook reads it typed
+    assert cp.returncode == 0, cp.stderr
+    table = pq.read_table(tmp_path / "p" / "POSIX.parquet")
+    rows = table.to_pylist()
+    assert len(rows) == len(posix)
+    by_key = {(r["file"], r["side"]): r for r in rows}
+    assert by_key[(str(work / "data.bin"), "app")]["POSIX_BYTES_WRITTEN"] == 4096
+    assert by_key[(str(work / "sub"), "app")]["SLUICE_POSIX_MKDIRS"] == 1
+    assert by_key[(str(work / "data.bin"), "fs")]["id"] == record_id(str(work / "data.bin"))  # a u64 above 2^63 too
+    assert str(table.schema.field("POSIX_BYTES_WRITTEN").type) == "int64"
+    assert str(table.schema.field("POSIX_F_WRITE_TIME").type) == "double"
+    for key, r in by_key.items():
+        assert {k: str(v) for k, v in r.items() if k.startswith("POSIX_") and "_F_" not in k} == \
+            {k: v for k, v in posix[key].items() if k.startswith("POSIX_") and "_F_" not in k}
 
 
 # ------------------------------------------------- against a real Darshan run

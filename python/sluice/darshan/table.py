@@ -58,7 +58,11 @@ def write_tables(job_id: str, logs: list[Log], out_dir: Path, fmt: str = "csv") 
     for mid, (cols, data) in sorted(tables.items()):
         path = out_dir / f"{L.MODULE_NAMES[mid]}.{fmt}"
         if fmt == "parquet":
-            pq.write_table(pa.table({c: [row[i] for row in data] for i, c in enumerate(cols)}), path)
+            # typed as Darshan's record: the id is a u64 hash, counters i64, fcounters f64
+            types = {"rank": pa.int64(), "pid": pa.int64(), "id": pa.uint64(),
+                     **{n: pa.int64() for n in L.INT_NAMES[mid]}, **{n: pa.float64() for n in L.FLOAT_NAMES[mid]}}
+            pq.write_table(pa.table({c: pa.array([row[i] for row in data], type=types.get(c))
+                                     for i, c in enumerate(cols)}), path)
         else:
             with open(path, "w", newline="", encoding="utf-8") as f:
                 w = csv.writer(f)
