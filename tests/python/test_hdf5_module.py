@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,21 @@ def test_report_text_has_the_hdf5_section(known):
         ["2", "2", "5", "10.6", "KiB", "5", "regular,", "1", "points", "2", "1,200", "10x15"],
         ["1", "1", "1", "1.3", "KiB", "1", "irregular", "2", "128", "-"],
         ["2", "1", "1", "56", "B", "1", "regular", "1", "10", "-"]]
+
+
+def test_report_html_has_the_hdf5_section(known, tmp_path):
+    work, logs = known
+    sluice("report", "--html", str(tmp_path / "r.html"), str(logs))
+    page = (tmp_path / "r.html").read_text()
+    section = page[page.index('<section id="hdf5">'):]
+    section = section[: section.index("</section>")]
+    assert "<h2>HDF5: 1 file, 3 datasets</h2>" in section
+    assert re.findall(r'data-dataset="([^"]+)"', section) == [f"{work}/k.h5:/{n}" for n in ("chunked", "contig", "g/v")]
+    row = section[section.index(f'data-dataset="{work}/k.h5:/chunked"'):].split("</tr>")[0]
+    assert re.findall(r'<td class="num">([^<]*)</td>', row) == ["2", "2", "5", "10.6 KiB", "2", "1,200"]
+    assert "<td>5 regular, 1 points</td>" in row and "<td>10x15</td>" in row
+    # the files section counts files, not datasets
+    assert "2 files recorded" in page
 
 
 def test_darshan_export_read_by_pydarshan(known, tmp_path):

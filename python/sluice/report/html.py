@@ -226,6 +226,30 @@ def _mpiio(job: Job) -> str:
     return "\n".join(out)
 
 
+def _hdf5(job: Job, top: int) -> str:
+    """HDF5 files and the top datasets by bytes, as the text report's table."""
+    from sluice.report.hdf5 import hdf5_rows
+
+    files, rows = hdf5_rows(job)
+    if not files and not rows:
+        return ""
+    out = [f'<section id="hdf5"><h2>HDF5: {files:,} file{"s" if files != 1 else ""}, {len(rows):,} '
+           f'dataset{"s" if len(rows) != 1 else ""}</h2><p class="note">Top {min(top, len(rows))} datasets by bytes '
+           "(app side); selections of the file dataspace per read or write.</p>",
+           '<table class="files"><thead><tr><th>dataset</th><th class="num">opens</th><th class="num">reads</th>'
+           '<th class="num">writes</th><th class="num">bytes</th><th>selections</th><th class="num">dims</th>'
+           '<th class="num">points</th><th>chunks</th></tr></thead><tbody>']
+    for r in rows[:top]:
+        sel = r["selections"] + (" (collective)" if r["collective"] else "")
+        out.append(f'<tr data-dataset="{esc(r["dataset"])}"><td class="path">{esc(r["dataset"])}</td>'
+                   f'<td class="num">{r["opens"]:,}</td><td class="num">{r["reads"]:,}</td>'
+                   f'<td class="num">{r["writes"]:,}</td><td class="num">{esc(r["bytes_text"])}</td>'
+                   f'<td>{esc(sel)}</td><td class="num">{r["dims"]}</td><td class="num">{r["points"]:,}</td>'
+                   f'<td>{esc(r["chunks"])}</td></tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def _advice(job: Job, top: int) -> str:
     """The findings of `sluice advise`, most costly first, one row each."""
     from sluice.advise import advise, fix_of
@@ -394,6 +418,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
         _header(job, top),
         _summary(job),
         _mpiio(job),
+        _hdf5(job, top),
         _advice(job, top),
         f'<section id="plots"><h2>Plots</h2><p class="note">{len(drawn)} plot{"" if len(drawn) == 1 else "s"}. '
         "Solid: what the application asked (app); hatched: what reached the file system (fs).</p>",
