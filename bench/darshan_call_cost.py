@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Per-call cost of the calls Darshan records, plain, under libsluice
+(profile mode) and under Darshan, in alternating rounds (docs/darshan.md,
+"What a call costs"). Each round runs the workload once per variant with
+LD_PRELOAD; sluice records DIR (SLUICE_PATHS), so DIR may be under /dev/shm,
+but Darshan leaves /dev/ out: use a directory it records (under /tmp) for a
+fair comparison.
+
+Workloads:
+  h5write  sluice-bench-h5write (serial HDF5): H5Dwrite of a hyperslab row
+           and of a whole small dataset; Darshan built --enable-hdf5-mod.
+  mpiio    sluice-bench-mpiio-calls under mpirun -np RANKS: MPI_File_write_at,
+           MPI_File_write_at_all, MPI_File_read_at of 8 bytes, and
+           MPI_File_open+close; Darshan built with MPI.
+
+    bench/darshan_call_cost.py WORKLOAD DIR --darshan-lib LIB [--native build/NAME/native]
+        [--rounds 11] [--ops N] [--ranks 2] [--json bench/results/FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+from pathlib import Path
+
+# per workload: the program, ns-per-call keys and how each comes from its JSON line
+WORKLOADS = {
+    "h5write": ("sluice-bench-h5write", {"hyperslab_ns": ("hyperslab_seconds", "ops"),
+                                         "all_ns": ("all_seconds", "ops")}),
+    "mpiio": ("sluice-bench-mpiio-calls", {"write_at_ns": ("write_seconds", "ops"),
+                                           "write_at_all_ns": ("write_all_seconds", "ops"),
+                                           "read_at_ns": ("read_seconds", "ops"),
+                                           "open_close_ns": ("open_close_seconds", "opens")}),
+}
+
+
+def command(workload: str, prog: Path, f: Path, ops: int, ranks: int, env: dict[str, str]) -> list[str]:
+    if workload == "h5write":
+        return [str(prog), "--file", str(f), "--ops", str(ops)]
+    exported = [a for k in env for a in ("-x", k)]
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return ["mpirun", *root, "--oversubscribe", "-np", str(ranks), *exported, str(prog), "--file", str(f), "--ops", str(ops),
+            "--opens", str(max(1, ops // 50))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--darshan-lib", required=True, help="libdarshan.so (with its HDF5 module, or with MPI)")
+    ap.add_argument("--native", type=Path, default=Path("build/dev/native"))
+    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--ops", type=int, default=None, help="calls per loop (h5write 200000, mpiio 100000)")
+    ap.add_argument("--ranks", type=int, default=2, help="mpiio: MPI ranks")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    prog_name, keys = WORKLOADS[a.workload]
+    ops = a.ops or (200_000 if a.workload == "h5write" else 100_000)
+    a.dir.mkdir(parents=True, exist_ok=True)
+    (a.dir / "darshan-logs").mkdir(exist_ok=True)
+    variants = {
+        "plain": {},
+        "sluice": {"LD_PRELOAD": str((a.native / "libsluice.so").resolve()), "SLUICE_PATHS": str(a.dir.resolve()),
+                   "SLUICE_LOG_DIR": str(a.dir.resolve() / "sluice-logs")},
+        "darshan": {"LD_PRELOAD": a.darshan_lib, "DARSHAN_LOGPATH": str(a.dir.resolve() / "darshan-logs"),
+                    **({"DARSHAN_ENABLE_NONMPI": "1"} if a.workload == "h5write" else {})},
+    }
+    rounds: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    loads = [os.getloadavg()[0]]
+    for r in range(a.rounds + 1):          # round 0 warms up
+        for v, extra in variants.items():
+            f = a.dir / f"{v}.dat"
+            cmd = command(a.workload, a.native / prog_name, f, ops, a.ranks, extra)
+            out = subprocess.run(cmd, env=dict(os.environ, **extra), capture_output=True, text=True, check=True).stdout
+            j = json.loads(out.strip().splitlines()[-1])
+            f.unlink()
+            if r:
+                rounds[v].append({k: j[secs] / j[n] * 1e9 for k, (secs, n) in keys.items()})
+        loads.append(os.getloadavg()[0])
+    summary = {v: {k: {"median": statistics.median(x[k] for x in rs), "min": min(x[k] for x in rs),
+                       "max": max(x[k] for x in rs)} for k in keys} for v, rs in rounds.items()}
+    # the cost above plain, round by round (the variants of a round ran back to back)
+    above = {v: {k: statistics.median(x[k] - p[k] for x, p in zip(rounds[v], rounds["plain"])) for k in keys}
+             for v in variants if v != "plain"}
+    for v, s in summary.items():
+        print(f"{v:8}", "  ".join(f"{k} {s[k]['median']:.0f} [{s[k]['min']:.0f}-{s[k]['max']:.0f}]" for k in keys))
+    for v, s in above.items():
+        print(f"{v:8} above plain:", "  ".join(f"{k} {s[k]:+.0f}" for k in keys))
+    print(f"load average {min(loads):.1f}-{max(loads):.1f}")
+    if a.json:
+        a.json.write_text(json.dumps({"workload": a.workload, "ops": ops, "ranks": a.ranks, "rounds": a.rounds,
+                                      "dir": str(a.dir), "darshan_lib": a.darshan_lib,
+                                      "load_min_max": [min(loads), max(loads)], "summary": summary,
+                                      "above_plain_median": above, "rounds_data": rounds}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
