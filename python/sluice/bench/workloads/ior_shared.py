@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from sluice.bench.variants import Variant
@@ -135,7 +137,10 @@ class IorShared(Workload):
         proc = subprocess.run(variant.command(argv, logs, [ctx.workdir, *dirs]), capture_output=True, text=True, env=env,
                               timeout=ctx.timeout)
         if proc.returncode != 0:
-            raise UserError(f"ior-shared {name} {format_size(piece)} failed: {proc.stderr.strip()[-400:]}")
+            # the program's own reason, not only Open MPI's abort notice after it
+            own = [l for l in proc.stderr.splitlines() if l.startswith("sluice-bench-ior-shared:")]
+            raise UserError(f"ior-shared {name} {format_size(piece)} failed: "
+                            f"{'; '.join(own[:2]) or proc.stderr.strip()[-400:]}")
 
         r = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
         if r.get("mismatches") != 0:
@@ -145,6 +150,8 @@ class IorShared(Workload):
         ctx.wall_seconds += r["seconds"]
         for f in ctx.workdir.glob(f"{name}.dat*"):
             f.unlink()
+        if dirs:
+            shutil.rmtree(ctx.workdir.parent / dirs[0].name)
         return r
 
     @staticmethod
@@ -171,4 +178,8 @@ def _node_workdirs(workdir: Path, nodes: int) -> list[Path]:
     if len(mounts) < nodes or not workdir.is_relative_to(mnt):
         raise UserError(f"ior-shared: nodes={nodes} needs the target on the testbed ({mnt}) and {nodes} node "
                         f"clients (sluice testbed up --clients {nodes}); found {len(mounts)}")
-    return [m / workdir.relative_to(mnt) for m in mounts]
+    # A directory no node client has looked up before, beside the workload's:
+    # the harness recreates that one each round under the same name, and a
+    # node client may still hold the old one's entry (ENOENT on create).
+    fresh = Path(tempfile.mkdtemp(prefix=f"{workdir.name}.run.", dir=workdir.parent))
+    return [m / fresh.relative_to(mnt) for m in mounts]
