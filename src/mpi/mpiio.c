@@ -32,11 +32,13 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "acb/acb.h"
 #include "acb/cost.h"
 #include "acb/view.h"
 #include "common/clock.h"
+#include "common/crc32.h"
 #include "common/pathnorm.h"
 #include "core/config.h"
 #include "core/counters.h"
@@ -183,6 +185,29 @@ static int64_t direct_unit(const char *abs_path, int64_t stripe)
     if (statvfs(abs_path, &vfs) == 0 && (vfs.f_flag & ST_SYNCHRONOUS) && unit < stripe)
         unit = stripe;
     return unit;
+}
+
+/* Whether the ranks of comm reach the file through more than one file
+ * system client: ranks on different hosts, or on one host through different
+ * mounts of it (different st_dev: the testbed's node clients). Pieces below
+ * a stripe written from several clients into one stripe make its lock change
+ * hands (Lustre's extent locks, MooseFS's chunk lock), which aggregation
+ * avoids; from one client its page cache merges them. Collective over comm. */
+static int several_clients(MPI_Comm comm, const char *abs_path)
+{
+    struct stat sb;
+    char host[256] = "";
+    uint32_t key;
+    int64_t mine[2], all[2];
+
+    gethostname(host, sizeof host - 1);
+    key = sluice_crc32(0, host, strlen(host));
+    if (SLUICE_REAL(stat)(abs_path, &sb) == 0)
+        key = sluice_crc32(key, &sb.st_dev, sizeof sb.st_dev);
+    mine[0] = key;
+    mine[1] = -(int64_t)key;
+    SLUICE_PMPI(Allreduce)(mine, all, 2, SLUICE_MPI_INT64, SLUICE_MPI_MIN, comm);
+    return all[0] != -all[1];
 }
 
 /* Whether a file opened with this access mode aggregates: the one place the
@@ -632,12 +657,18 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
     f->direct_ok = 1;   /* nothing is pending yet */
     if (acb_wanted(rec->path, amode)) {
         /* Every rank decides alike (same mode, same amode), so the flushes match. */
+        int64_t unit = direct_unit(rec->path, sluice_cfg.acb_stripe_size);
         f->hints = (struct sluice_acb_hints){.aggregators = sluice_cfg.acb_aggregators,
                                              .stripe_size = sluice_cfg.acb_stripe_size,
                                              .write_size = sluice_cfg.acb_write_size,
                                              .max_memory = sluice_cfg.acb_max_memory,
-                                             .direct_size = direct_unit(rec->path, sluice_cfg.acb_stripe_size)};
+                                             .direct_size = unit};
         sluice_acb_hints_apply(&f->hints, info);
+        /* the cost model's unit across clients is the stripe (unless the
+         * program set sluice_acb_direct_size itself) */
+        if (nprocs > 1 && several_clients(comm, rec->path) && f->hints.direct_size == unit &&
+            unit < f->hints.stripe_size)
+            f->hints.direct_size = f->hints.stripe_size;
         if (SLUICE_PMPI(Comm_dup)(comm, &f->comm) == MPI_SUCCESS) {
             f->aggregating = 1;
             sluice_record_split_sides(rec);

@@ -293,6 +293,42 @@ def test_node_clients_are_separate_clients_of_one_file_system(bed: None) -> None
     assert [n["pid"] for n in testbed.status()["nodes"]] == pids[1:]
 
 
+def test_acb_aggregates_pieces_below_a_stripe_written_through_several_clients(bed: None, tmp_path) -> None:
+    """64 KiB pieces, strided over 4 ranks, collective calls, under --mode acb.
+    Through one client (both halves of the ranks on node 1) a piece is a unit
+    of MooseFS (its 64 KiB block) and goes straight through; through two
+    clients (ranks 0-1 on node 1, 2-3 on node 2) the unit is the stripe, so
+    the pieces are aggregated: the file system sees a few large writes.
+    The file's bytes are checked in both runs."""
+    from conftest import NATIVE, file_entry, report_json, sluice
+
+    testbed.up(clients=2)
+    n1, n2 = testbed.node_mounts()
+    mpi = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader",
+           "OMPI_MCA_io": "ompio"}
+    seen = {}
+    for name, dirs in (("one", (n1, n1)), ("two", (n1, n2))):
+        work = [d / f"acb-{name}" for d in dirs]
+        work[0].mkdir()
+        logs = tmp_path / f"logs-{name}"
+        cp = sluice("run", "--mode", "acb", "--log-dir", str(logs), *(a for w in set(work) for a in ("--path", str(w))),
+                    "--", "mpirun", "--oversubscribe", "-np", "4", str(NATIVE / "sluice-bench-ior-shared"),
+                    "--file", "f", "--node-dirs", ",".join(map(str, work)), "--piece", "64K", "--per-rank", "1M",
+                    "--api", "coll", "--check", env=mpi)
+        r = json.loads(cp.stdout.splitlines()[-1])
+        assert r["mismatches"] == 0 and r["writes"] == 64
+        rep = report_json(logs)
+        app = sum(file_entry(rep, w / "f")["app"]["MPIIO_COLL_WRITES"] for w in set(work))
+        fs = [file_entry(rep, w / "f")["fs"] for w in set(work)]
+        seen[name] = (app, sum(c["MPIIO_ACB_DIRECT_WRITES"] for c in fs),
+                      sum(c["POSIX_WRITES"] for c in fs))
+    # one client: 64 collective calls, each passed through (16 per rank), 64 writes of 64 KiB
+    assert seen["one"] == (64, 64, 64)
+    # two clients: nothing straight through; 4 MiB reach MooseFS in a handful of writes
+    app, direct, writes = seen["two"]
+    assert (app, direct) == (64, 0) and writes <= 4
+
+
 def test_write_cache_off_sends_each_write_to_the_servers(bed: None) -> None:
     testbed.up(clients=1)
     n1 = testbed.node_mounts()[0]
