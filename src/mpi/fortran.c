@@ -243,3 +243,56 @@ FORTRAN_IAT(mpi_file_iwrite_at, MPI_FILE_IWRITE_AT, MPI_File_iwrite_at, const)
 FORTRAN_IAT(mpi_file_iread_at, MPI_FILE_IREAD_AT, MPI_File_iread_at, )
 FORTRAN_IPOS(mpi_file_iwrite, MPI_FILE_IWRITE, MPI_File_iwrite, const)
 FORTRAN_IPOS(mpi_file_iread, MPI_FILE_IREAD, MPI_File_iread, )
+
+/* ---- split collectives: begin (no status), end (the status back) ---- */
+
+#define FORTRAN_BEGIN_AT(lower, upper, cfunc, constbuf)                                                \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, MPI_Offset *off, constbuf void *buf, MPI_Fint *count,    \
+                                MPI_Fint *type, MPI_Fint *ierr);                                        \
+    void lower##_(MPI_Fint *fh, MPI_Offset *off, constbuf void *buf, MPI_Fint *count, MPI_Fint *type, \
+                  MPI_Fint *ierr)                                                                       \
+    {                                                                                                   \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, off, buf, count, type, ierr);                                    \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), *off, c_buffer((void *)buf), (int)*count,             \
+                      SLUICE_PMPI(Type_f2c)(*type));                                                    \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+#define FORTRAN_BEGIN_POS(lower, upper, cfunc, constbuf)                                               \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *count, MPI_Fint *type,     \
+                                MPI_Fint *ierr);                                                        \
+    void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *ierr)  \
+    {                                                                                                   \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, buf, count, type, ierr);                                         \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), c_buffer((void *)buf), (int)*count,                   \
+                      SLUICE_PMPI(Type_f2c)(*type));                                                    \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+#define FORTRAN_END(lower, upper, cfunc, constbuf)                                                     \
+    SLUICE_EXPORT void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *status, MPI_Fint *ierr);   \
+    void lower##_(MPI_Fint *fh, constbuf void *buf, MPI_Fint *status, MPI_Fint *ierr)                  \
+    {                                                                                                   \
+        MPI_Status c;                                                                                   \
+        if (sluice_pmpi_load() != 0)                                                                    \
+            FORTRAN_NEXT(lower##_, fh, buf, status, ierr);                                              \
+        *ierr = cfunc(SLUICE_PMPI(File_f2c)(*fh), c_buffer((void *)buf), c_status(status, &c));         \
+        if (*ierr == MPI_SUCCESS)                                                                       \
+            status_back(status, &c);                                                                    \
+    }                                                                                                   \
+    FORTRAN_NAMES(lower, upper)
+
+FORTRAN_BEGIN_AT(mpi_file_write_at_all_begin, MPI_FILE_WRITE_AT_ALL_BEGIN, MPI_File_write_at_all_begin, const)
+FORTRAN_BEGIN_AT(mpi_file_read_at_all_begin, MPI_FILE_READ_AT_ALL_BEGIN, MPI_File_read_at_all_begin, )
+FORTRAN_BEGIN_POS(mpi_file_write_all_begin, MPI_FILE_WRITE_ALL_BEGIN, MPI_File_write_all_begin, const)
+FORTRAN_BEGIN_POS(mpi_file_read_all_begin, MPI_FILE_READ_ALL_BEGIN, MPI_File_read_all_begin, )
+FORTRAN_BEGIN_POS(mpi_file_write_ordered_begin, MPI_FILE_WRITE_ORDERED_BEGIN, MPI_File_write_ordered_begin, const)
+FORTRAN_BEGIN_POS(mpi_file_read_ordered_begin, MPI_FILE_READ_ORDERED_BEGIN, MPI_File_read_ordered_begin, )
+FORTRAN_END(mpi_file_write_at_all_end, MPI_FILE_WRITE_AT_ALL_END, MPI_File_write_at_all_end, const)
+FORTRAN_END(mpi_file_read_at_all_end, MPI_FILE_READ_AT_ALL_END, MPI_File_read_at_all_end, )
+FORTRAN_END(mpi_file_write_all_end, MPI_FILE_WRITE_ALL_END, MPI_File_write_all_end, const)
+FORTRAN_END(mpi_file_read_all_end, MPI_FILE_READ_ALL_END, MPI_File_read_all_end, )
+FORTRAN_END(mpi_file_write_ordered_end, MPI_FILE_WRITE_ORDERED_END, MPI_File_write_ordered_end, const)
+FORTRAN_END(mpi_file_read_ordered_end, MPI_FILE_READ_ORDERED_END, MPI_File_read_ordered_end, )

@@ -96,6 +96,9 @@ struct mpiio_file {
     struct sluice_acb_flat view;   /* its filetype; n == 0: plain bytes */
     MPI_File raw;                  /* aggregator's handle (MPI_COMM_SELF, default view) */
     char *name;                    /* the file name as the program gave it */
+    /* the split collective write in progress (MPI allows one per handle) */
+    int split_done;                /* its begin was kept or written here: its end only reports it */
+    int64_t split_bytes;           /* what that end reports */
 };
 
 static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1059,4 +1062,103 @@ SLUICE_EXPORT int MPI_File_iwrite_at(MPI_File fh, MPI_Offset off, const void *bu
 SLUICE_EXPORT int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype t, MPI_Request *req)
 {
     NB_WRITE_BODY(File_iwrite, NULL, fh, buf, count, t, req)
+}
+
+/* Split collectives (MPI_File_*_begin, then *_end; one in progress per
+ * handle). A write's begin is a collective write to acb_write: kept pending,
+ * written as the rank's independent write, or passed to MPI-IO's own begin;
+ * unless it went there, its end only reports the bytes. Reads, and ordered
+ * writes (the shared file pointer), go to MPI-IO after this rank's pending
+ * writes, as their blocking forms do. */
+#define SPLIT_WRITE_BEGIN(name, indep_name, off_ptr, ...)                                        \
+    struct mpiio_file *f = file_find(fh);                                                        \
+    uint64_t t0;                                                                                 \
+    int rc;                                                                                      \
+    enum acb_outcome how;                                                                        \
+    if (!f)                                                                                      \
+        return NEXT(name)(__VA_ARGS__);                                                          \
+    t0 = sluice_now();                                                                           \
+    f->split_done = 0;                                                                           \
+    how = acb_write(f, off_ptr, buf, count, t, 1, MPI_STATUS_IGNORE, &rc);                       \
+    if (how == ACB_PASS) {                                                                       \
+        rc = NEXT(name)(__VA_ARGS__);                                                            \
+        count_io(f, SLUICE_SIDES_BOTH, SLUICE_WRITE, MPIIO_SPLIT_WRITES, type_bytes(count, t), rc, t0); \
+        return rc;                                                                               \
+    }                                                                                            \
+    if (how == ACB_PASS_INDEP) {                                                                 \
+        rc = NEXT(indep_name)(__VA_ARGS__, MPI_STATUS_IGNORE);                                   \
+        count_io(f, SLUICE_SIDES_FS, SLUICE_WRITE, MPIIO_INDEP_WRITES, type_bytes(count, t), rc, t0); \
+    }                                                                                            \
+    count_io(f, SLUICE_SIDES_APP, SLUICE_WRITE, MPIIO_SPLIT_WRITES, type_bytes(count, t), rc, t0); \
+    f->split_done = 1;                                                                           \
+    f->split_bytes = rc == MPI_SUCCESS ? type_bytes(count, t) : 0;                               \
+    return rc;
+
+#define SPLIT_WRITE_END(name)                                                                    \
+    struct mpiio_file *f = file_find(fh);                                                        \
+    if (!f || !f->split_done)                                                                    \
+        return NEXT(name)(fh, buf, st);                                                          \
+    f->split_done = 0;                                                                           \
+    set_status(st, f->split_bytes);                                                              \
+    return MPI_SUCCESS;
+
+SLUICE_EXPORT int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype t)
+{
+    SPLIT_WRITE_BEGIN(File_write_all_begin, File_write, NULL, fh, buf, count, t)
+}
+
+SLUICE_EXPORT int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *st)
+{
+    SPLIT_WRITE_END(File_write_all_end)
+}
+
+SLUICE_EXPORT int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset off, const void *buf, int count,
+                                              MPI_Datatype t)
+{
+    SPLIT_WRITE_BEGIN(File_write_at_all_begin, File_write_at, &off, fh, off, buf, count, t)
+}
+
+SLUICE_EXPORT int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *st)
+{
+    SPLIT_WRITE_END(File_write_at_all_end)
+}
+
+SLUICE_EXPORT int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype t)
+{
+    PASS_BODY(File_write_ordered_begin, SLUICE_WRITE, MPIIO_SPLIT_WRITES, fh, buf, count, t)
+}
+
+SLUICE_EXPORT int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *st)
+{
+    return NEXT(File_write_ordered_end)(fh, buf, st);
+}
+
+SLUICE_EXPORT int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype t)
+{
+    READ_BODY(File_read_all_begin, NULL, MPIIO_SPLIT_READS, 1, fh, buf, count, t)
+}
+
+SLUICE_EXPORT int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *st)
+{
+    return NEXT(File_read_all_end)(fh, buf, st);
+}
+
+SLUICE_EXPORT int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype t)
+{
+    READ_BODY(File_read_at_all_begin, &off, MPIIO_SPLIT_READS, 1, fh, off, buf, count, t)
+}
+
+SLUICE_EXPORT int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *st)
+{
+    return NEXT(File_read_at_all_end)(fh, buf, st);
+}
+
+SLUICE_EXPORT int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype t)
+{
+    PASS_BODY(File_read_ordered_begin, SLUICE_READ, MPIIO_SPLIT_READS, fh, buf, count, t)
+}
+
+SLUICE_EXPORT int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *st)
+{
+    return NEXT(File_read_ordered_end)(fh, buf, st);
 }

@@ -128,6 +128,39 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
         assert fs == app
 
 
+@pytest.mark.parametrize("mode", ["profile", "acb"])
+def test_split_collectives_are_counted_and_aggregated(tmp_path, logdir, mode):
+    """tests/mpi/mpiio_split.c: each rank's write_ordered_begin/end, 4
+    write_at_all_begin/end of 3000 B and one write_all_begin/end of 500 B; the
+    reads of the neighbour's bytes (checked, as every end's status count).
+    Every begin is a split collective on the app side; under acb the
+    explicit-offset and individual-pointer writes are kept and reach the
+    file system in one aggregated write, the ordered one goes to MPI-IO. The
+    file is plain's, byte for byte."""
+    prog = bin_path("mpiio_split")
+    plain, run = tmp_path / "plain.dat", tmp_path / mode / "f.dat"
+    run.parent.mkdir()
+    subprocess.run([*MPIRUN, prog, str(plain)], env={**os.environ, **MPI_ENV}, check=True, timeout=300,
+                   capture_output=True)
+    sluice("run", "--mode", mode, "--log-dir", str(logdir), "--path", str(run.parent), "--",
+           *MPIRUN, prog, str(run), env=MPI_ENV)
+    assert run.read_bytes() == plain.read_bytes()
+    e = file_entry(report_json(logdir), run)
+    app, fs = e["app"], e["fs"]
+    assert (app["MPIIO_SPLIT_WRITES"], app["MPIIO_SPLIT_READS"], app["MPIIO_COLL_WRITES"], app["MPIIO_COLL_READS"]) \
+        == (4 * 6, 4 * 6, 0, 0)
+    assert app["MPIIO_BYTES_WRITTEN"] == 4 * (4 * 3000 + 500 + 100)
+    if mode == "profile":
+        assert fs == app
+    else:
+        # only the ordered writes reach MPI-IO as split collectives (OMPIO makes
+        # them POSIX AIO); the other 20 are kept and written by one aggregator at
+        # the sync, in one MPI-IO and one POSIX write
+        assert fs["MPIIO_SPLIT_WRITES"] == 4 and fs["MPIIO_SPLIT_READS"] == 4 * 6
+        assert (fs["MPIIO_INDEP_WRITES"], fs["MPIIO_COLL_WRITES"], fs["POSIX_WRITES"]) == (1, 0, 1)
+        assert fs["MPIIO_BYTES_WRITTEN"] == app["MPIIO_BYTES_WRITTEN"] and fs["MPIIO_ACB_FLUSHES"] > 0
+
+
 def test_html_report_has_the_mpiio_section(workdir, logdir, tmp_path):
     """The page shows the MPI-IO table the text report shows, with the exact
     app and fs values (a serial job's page has none: test_report_html)."""

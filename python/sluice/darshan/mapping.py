@@ -18,7 +18,7 @@ DARSHAN_IDS = {v: k for k, v in SLUICE_MODULES.items()}
 UNKNOWN = {
     L.POSIX: {"POSIX_FILENOS", "POSIX_RENAME_TARGETS", "POSIX_MODE", "POSIX_F_CLOSE_START_TIMESTAMP",
               "POSIX_F_OPEN_END_TIMESTAMP"},
-    L.MPIIO: {"MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_HINTS", "MPIIO_MODE", "MPIIO_F_CLOSE_START_TIMESTAMP",
+    L.MPIIO: {"MPIIO_HINTS", "MPIIO_MODE", "MPIIO_F_CLOSE_START_TIMESTAMP",
               "MPIIO_F_OPEN_END_TIMESTAMP"},
     L.STDIO: {"STDIO_FDOPENS", "STDIO_F_CLOSE_START_TIMESTAMP", "STDIO_F_OPEN_END_TIMESTAMP"},
     L.H5F: set(),
@@ -108,9 +108,6 @@ def to_sluice(module: int, counters: dict[str, float], reduced: bool = False) ->
     if module == L.POSIX:
         out["POSIX_OPENS"] = max(0, counters.get("POSIX_OPENS", 0) - max(0, counters.get("POSIX_DUPS", 0))
                                  - max(0, counters.get("POSIX_FILENOS", 0)))
-    if module == L.MPIIO:                         # split collectives are collectives to sluice
-        for kind in ("READS", "WRITES"):
-            out[f"MPIIO_COLL_{kind}"] = out.get(f"MPIIO_COLL_{kind}", 0) + max(0, counters.get(f"MPIIO_SPLIT_{kind}", 0))
     for kind in ("READ", "WRITTEN"):
         prefix = SLUICE_MODULES[module]
         mb = f"{prefix}_MAX_BYTE_{kind}"
