@@ -101,10 +101,13 @@ int sluice_acb_pending_one_epoch(const struct sluice_acb_pending *p);
 void sluice_acb_pending_clear(struct sluice_acb_pending *p);
 
 /* How the engine writes: len bytes at byte offset off of the file. Returns
- * MPI_SUCCESS or an MPI error code. */
+ * MPI_SUCCESS or an MPI error code. iwrite_at, when not NULL, starts the
+ * same write and gives its request (buf must stay until it completes): an
+ * aggregator then writes one round while it exchanges the next. */
 struct sluice_acb_writer {
     int (*write_at)(void *ctx, int64_t off, const void *buf, int64_t len);
     void *ctx;
+    int (*iwrite_at)(void *ctx, int64_t off, const void *buf, int64_t len, MPI_Request *req);
 };
 
 struct sluice_acb_stats {

@@ -111,7 +111,7 @@ agree:
     sluice_acb_clock_mark(&clock, PHASE_AGREE);
     sluice_acb_clock_print(&clock, comm, fl.rd.pl.naggs, fl.sent, fl.received, st, writes_before, rounds_before);
     sluice_acb_pending_clear(p);
-    free(fl.rbuf);
+    sluice_acb_rounds_free(&fl);
     free(fl.counts);
     free(fl.ints);
     free(fl.types);

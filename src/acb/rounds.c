@@ -115,11 +115,41 @@ static int add_received(struct sluice_acb_pending *recv, struct received_piece *
     return MPI_SUCCESS;
 }
 
-/* Write the disjoint pieces (sorted by offset) that were received to their
- * places in buf: runs of touching pieces, straight from the buffer. */
-static int write_in_place(const struct sluice_acb_rounds *rd, const struct received_piece *pc, size_t n, const unsigned char *buf,
-                          int64_t write_size, const struct sluice_acb_writer *w, struct sluice_acb_stats *st)
+/* Wait for the writes in flight from round buffer `slot` (0: rbuf, 1:
+ * spare). MPI_SUCCESS or the first one's error. */
+static int wait_writes(struct sluice_acb_flush *fl, int slot)
 {
+    int rc = MPI_SUCCESS;
+
+    if (fl->nreqs[slot] > 0)
+        rc = SLUICE_PMPI(Waitall)(fl->nreqs[slot], fl->reqs[slot], MPI_STATUSES_IGNORE);
+    fl->nreqs[slot] = 0;
+    return rc;
+}
+
+/* Room for one more request of slot 0; 0 or -1 without memory. */
+static int request_slot(struct sluice_acb_flush *fl)
+{
+    if (fl->nreqs[0] == fl->capreqs[0]) {
+        int cap = fl->capreqs[0] ? 2 * fl->capreqs[0] : 16;
+        MPI_Request *r = realloc(fl->reqs[0], (size_t)cap * sizeof *r);
+        if (!r)
+            return -1;
+        fl->reqs[0] = r;
+        fl->capreqs[0] = cap;
+    }
+    return 0;
+}
+
+/* Write the disjoint pieces (sorted by offset) that were received to their
+ * places in the round buffer: runs of touching pieces, straight from it.
+ * When another round follows and the writer can, the writes are only
+ * started (their requests in slot 0), to complete while the next round is
+ * exchanged into the spare buffer. */
+static int write_in_place(struct sluice_acb_flush *fl, const struct received_piece *pc, size_t n)
+{
+    const struct sluice_acb_writer *w = fl->w;
+    int overlap = fl->more && w->iwrite_at;
     int rc = MPI_SUCCESS;
 
     for (size_t i = 0, j; i < n && rc == MPI_SUCCESS; i = j) {
@@ -127,16 +157,44 @@ static int write_in_place(const struct sluice_acb_rounds *rd, const struct recei
         for (j = i + 1; j < n && pc[j].off == end; j++)
             end += pc[j].len;
         while (pos < end && rc == MPI_SUCCESS) {
-            int64_t wend = sluice_acb_plan_write_end(write_size, pos, end);
-            rc = w->write_at(w->ctx, pos, buf + round_pos(rd, pos), wend - pos);
+            int64_t wend = sluice_acb_plan_write_end(fl->h->write_size, pos, end);
+            const unsigned char *src = fl->rbuf + round_pos(&fl->rd, pos);
+            if (overlap && request_slot(fl) == 0) {
+                rc = w->iwrite_at(w->ctx, pos, src, wend - pos, &fl->reqs[0][fl->nreqs[0]]);
+                if (rc == MPI_SUCCESS)
+                    fl->nreqs[0]++;
+            } else {
+                rc = w->write_at(w->ctx, pos, src, wend - pos);
+            }
             if (rc == MPI_SUCCESS) {
-                st->writes++;
-                st->bytes += wend - pos;
+                fl->st->writes++;
+                fl->st->bytes += wend - pos;
             }
             pos = wend;
         }
     }
     return rc;
+}
+
+/* After a round: the buffer just written from becomes the spare, its writes
+ * in flight with it, and the spare (its writes complete, or made now)
+ * becomes the round buffer. Without a spare buffer, wait instead. */
+static int swap_round_buffers(struct sluice_acb_flush *fl)
+{
+    unsigned char *b;
+    MPI_Request *r;
+    int n, c;
+
+    if (fl->nreqs[0] == 0)
+        return MPI_SUCCESS;
+    if (!fl->spare && (fl->spare = malloc((size_t)fl->h->buffer_size)) == NULL)
+        return wait_writes(fl, 0);
+    b = fl->rbuf, fl->rbuf = fl->spare, fl->spare = b;
+    r = fl->reqs[0], fl->reqs[0] = fl->reqs[1], fl->reqs[1] = r;
+    n = fl->nreqs[0], fl->nreqs[0] = fl->nreqs[1], fl->nreqs[1] = n;
+    c = fl->capreqs[0], fl->capreqs[0] = fl->capreqs[1], fl->capreqs[1] = c;
+    /* the new round buffer's own writes (two rounds back) end before it is reused */
+    return wait_writes(fl, 0);
 }
 
 /* A hindexed type over blocks, or MPI_BYTE for none. */
@@ -221,7 +279,7 @@ static int receive_and_write(struct sluice_acb_flush *fl, const int64_t *rhdr, c
     free_types(rtypes, nprocs);
     if (rc == MPI_SUCCESS && n) {
         if (rbase != rdata) {
-            rc = write_in_place(&fl->rd, pc, n, fl->rbuf, fl->h->write_size, fl->w, fl->st);
+            rc = write_in_place(fl, pc, n);
         } else {
             struct sluice_acb_pending recv = {0};
             rc = add_received(&recv, pc, n, rdata);
@@ -253,6 +311,7 @@ static int run_round(struct sluice_acb_flush *fl, size_t first, int64_t wstart)
     struct send_side ss = {0};
     int64_t *rhdr = NULL;
     unsigned char *rdata = NULL;
+    int rdata_own = 0;
     int64_t nsend = 0, nrecv = 0;
     int rc = MPI_SUCCESS;
 
@@ -277,6 +336,7 @@ static int run_round(struct sluice_acb_flush *fl, size_t first, int64_t wstart)
         if (nrecv && !fl->rbuf)
             fl->rbuf = malloc((size_t)fl->h->buffer_size);
         rdata = rsum > fl->h->buffer_size ? malloc((size_t)rsum) : fl->rbuf;
+        rdata_own = rdata != fl->rbuf;   /* (the round buffers swap below) */
         ok = ss.hdr && ss.blen && ss.addr && scnt && rhdr && (!nrecv || (fl->rbuf && rdata));
     }
     for (int r = 0; r < nprocs; r++)
@@ -311,6 +371,10 @@ static int run_round(struct sluice_acb_flush *fl, size_t first, int64_t wstart)
     SLUICE_PMPI(Alltoallv)(ss.hdr, shc, shd, SLUICE_MPI_INT64, rhdr, rhc, rhd, SLUICE_MPI_INT64, fl->comm);
     sluice_acb_clock_mark(fl->clock, PHASE_HEADERS);
     rc = receive_and_write(fl, rhdr, rhc, rhd, rdc, rdd, rdata, scnt, stypes, rc);
+    if (fl->nreqs[0] > 0) {
+        int sw = swap_round_buffers(fl);
+        rc = rc != MPI_SUCCESS ? rc : sw;
+    }
     fl->st->rounds++;
 out:
     free_types(stypes, nprocs);
@@ -319,7 +383,7 @@ out:
     free(ss.addr);
     free(scnt);
     free(rhdr);
-    if (rdata != fl->rbuf)
+    if (rdata_own)
         free(rdata);
     return rc;
 }
@@ -367,30 +431,42 @@ static int first_error_of(int a, int b)
     return a != MPI_SUCCESS ? a : b;
 }
 
-/* The rounds, until no rank has data left. */
+/* The rounds, until no rank has data left. The window after a round is
+ * agreed on before the round runs, so that its aggregators know whether
+ * another round follows (and may leave its writes in flight). */
 int sluice_acb_run_rounds(struct sluice_acb_flush *fl)
 {
-    int64_t from = INT64_MIN, mine, next;
+    int64_t mine, next, after;
     size_t first = 0;
     int rc = MPI_SUCCESS;
 
     sluice_acb_pending_sort(fl->p);
-    for (;;) {
-        mine = next_window(fl->p, first, from, fl->rd.window);
-        SLUICE_PMPI(Allreduce)(&mine, &next, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, fl->comm);
-        if (next == INT64_MAX)
-            break;
+    mine = next_window(fl->p, first, INT64_MIN, fl->rd.window);
+    SLUICE_PMPI(Allreduce)(&mine, &next, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, fl->comm);
+    while (next != INT64_MAX) {
+        mine = next_window(fl->p, first, next + fl->rd.window, fl->rd.window);
+        SLUICE_PMPI(Allreduce)(&mine, &after, 1, SLUICE_MPI_INT64, SLUICE_MPI_MIN, fl->comm);
+        fl->more = after != INT64_MAX;
         int r = run_round(fl, first, next);
         if (r == -1) {
             /* Buffers could not be had somewhere: from this window on,
              * every rank writes its own data. */
+            rc = first_error_of(rc, first_error_of(wait_writes(fl, 0), wait_writes(fl, 1)));
             drop_before(fl->p, next);
             return first_error_of(rc, sluice_acb_write_own(fl->p, fl->h, fl->w, fl->st));
         }
         rc = first_error_of(rc, r);
-        from = next + fl->rd.window;
-        while (first < fl->p->n && fl->p->ext[first].off + fl->p->ext[first].len <= from)
+        while (first < fl->p->n && fl->p->ext[first].off + fl->p->ext[first].len <= next + fl->rd.window)
             first++;
+        next = after;
     }
-    return rc;
+    return first_error_of(rc, first_error_of(wait_writes(fl, 0), wait_writes(fl, 1)));
+}
+
+void sluice_acb_rounds_free(struct sluice_acb_flush *fl)
+{
+    free(fl->rbuf);
+    free(fl->spare);
+    free(fl->reqs[0]);
+    free(fl->reqs[1]);
 }

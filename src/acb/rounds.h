@@ -36,14 +36,23 @@ struct sluice_acb_flush {
     struct sluice_acb_rounds rd;
     struct flush_clock *clock;
     unsigned char *rbuf;           /* an aggregator's round buffer, buffer_size bytes */
+    /* Overlap (writer with iwrite_at): the round buffer's writes may still
+     * be in flight while the next round is exchanged into the spare one. */
+    unsigned char *spare;          /* the other round buffer, made on first use */
+    MPI_Request *reqs[2];          /* writes in flight from rbuf [0] and spare [1] */
+    int nreqs[2], capreqs[2];
+    int more;                      /* a round follows this one */
     int64_t *counts;               /* 4 * nprocs: sent then received (pieces, bytes) per rank */
     int *ints;                     /* 8 * nprocs */
     MPI_Datatype *types;           /* 2 * nprocs */
     int64_t sent, received;
 };
 
-/* Collective: the rounds, until no rank has data left. Returns this rank's
- * MPI result (the caller agrees on it). */
+/* Collective: the rounds, until no rank has data left; every write done on
+ * return. Returns this rank's MPI result (the caller agrees on it). */
 int sluice_acb_run_rounds(struct sluice_acb_flush *fl);
+
+/* Free the round buffers and request lists (the writes are complete). */
+void sluice_acb_rounds_free(struct sluice_acb_flush *fl);
 
 #endif

@@ -66,7 +66,7 @@ API int sluice_acb_put(struct sluice_acb_file *f, int64_t offset, const void *bu
         return MPI_SUCCESS;
     if (f->pending.bytes + len > f->hints.max_memory) {
         /* Over the cap: what this rank holds goes out now, independently. */
-        struct sluice_acb_writer w = {write_at, f};
+        struct sluice_acb_writer w = {write_at, f, NULL};
         int rc = sluice_acb_write_own(&f->pending, &f->hints, &w, &f->stats);
         if (rc != MPI_SUCCESS)
             return rc;
@@ -81,7 +81,7 @@ API int sluice_acb_put(struct sluice_acb_file *f, int64_t offset, const void *bu
 
 API int sluice_acb_flush(struct sluice_acb_file *f)
 {
-    struct sluice_acb_writer w = {write_at, f};
+    struct sluice_acb_writer w = {write_at, f, NULL};
     return sluice_acb_exchange(&f->pending, f->comm, &f->hints, &w, &f->stats);
 }
 

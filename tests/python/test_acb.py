@@ -301,11 +301,14 @@ def test_small_strided_pieces_are_exchanged_in_rounds(tmp_path):
     """16 KiB pieces strided over 4 ranks are aggregated. With 16 KiB
     stripes and cb_buffer_size 64 KiB the one aggregator of this node takes
     the 1 MiB file in 16 rounds of 64 KiB, each written as one write
-    straight from its round buffer."""
+    straight from its round buffer. Rounds overlap: the writes of the first
+    15 are started (MPI_File_iwrite_at, which OMPIO makes POSIX AIO) while
+    the next round is exchanged; the last one is written at once."""
     entries, acb = ior_plain_and_acb(tmp_path, "--hints", "striping_unit=16384,cb_buffer_size=65536")
     e = entries["f"]
     assert e["app"]["MPIIO_INDEP_WRITES"] == 64 and e["fs"]["MPIIO_INDEP_WRITES"] == 16
     assert e["fs"]["MPIIO_SIZE_WRITE_10K_100K"] == 16
+    assert (e["fs"]["POSIX_AIO_WRITES"], e["fs"]["POSIX_WRITES"]) == (15, 1)
     assert acb == {"MPIIO_ACB_DIRECT_WRITES": 0, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
                    "MPIIO_ACB_ROUNDS": 4 * 16, "MPIIO_ACB_BUFFER_WRITES": 0}
 
