@@ -28,7 +28,8 @@
 
 /* Tunables, from the environment and then MPI_Info hints (docs/acb.md). */
 struct sluice_acb_hints {
-    int64_t aggregators;   /* aggregator ranks; 0: one per node (capped by stripes touched) */
+    int64_t aggregators;   /* aggregator ranks; 0: per_node on each node (capped by stripes touched) */
+    int64_t per_node;      /* aggregators per node when aggregators is 0 (cb_config_list "*:N"); 0: 1 */
     int64_t stripe_size;   /* bytes per file domain unit (the file system's stripe) */
     int64_t write_size;    /* largest write an aggregator issues; writes end on multiples of it */
     int64_t max_memory;    /* pending bytes a rank may hold per file before it stops aggregating */
@@ -47,7 +48,8 @@ struct sluice_acb_hints {
 /* Defaults for every field still 0, then overrides from info (may be
  * MPI_INFO_NULL): cb_nodes / sluice_acb_aggregators, striping_unit /
  * sluice_acb_stripe_size, sluice_acb_write_size, sluice_acb_max_memory,
- * sluice_acb_direct_size, cb_buffer_size. */
+ * sluice_acb_direct_size, cb_buffer_size, cb_config_list ("*:N" or "*:*" only:
+ * N aggregators on each node, or every rank). */
 void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info);
 
 /* One pending write. */

@@ -47,7 +47,7 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
 {
     struct flush_clock clock = {0};
     struct sluice_acb_flush fl = {.p = p, .comm = comm, .h = h, .w = w, .st = st, .clock = &clock};
-    int64_t local[6], global[6], rc64, rc_all, writes_before = st->writes, rounds_before = st->rounds;
+    int64_t local[6], global[6], rc64, rc_all, writes_before = st->writes, rounds_before = st->rounds, wanted;
     int rc = MPI_SUCCESS, one_epoch;
 
     sluice_acb_clock_start(&clock);
@@ -91,8 +91,9 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
         goto agree;
     }
     fl.rd.pl = (struct sluice_acb_plan){.stripe = h->stripe_size, .nprocs = fl.nprocs};
-    fl.rd.pl.naggs = sluice_acb_plan_naggs(h->aggregators, h->aggregators > 0 ? 1 : count_nodes(comm), fl.nprocs,
-                                           global[0], -global[1], h->stripe_size);
+    wanted = h->aggregators > 0 ? 1 : count_nodes(comm) * h->per_node;
+    fl.rd.pl.naggs = sluice_acb_plan_naggs(h->aggregators, (int)(wanted < fl.nprocs ? wanted : fl.nprocs),
+                                           fl.nprocs, global[0], -global[1], h->stripe_size);
     fl.rd.spr = h->buffer_size / h->stripe_size;
     if ((int64_t)fl.rd.pl.naggs * h->stripe_size > SLUICE_ACB_MAX_WINDOW) {
         rc = sluice_acb_write_own(p, h, w, st);

@@ -36,6 +36,23 @@ static void hint(MPI_Info info, const char *key, int64_t *field, int64_t max)
         *field = v;
 }
 
+/* ROMIO's cb_config_list in its node-agnostic forms: "*:N" (N aggregators
+ * on every node) and "*:*" (every rank); lists naming hosts are ignored. */
+static void config_list(MPI_Info info, int64_t *per_node)
+{
+    char value[64];
+    int flag = 0;
+    int64_t v;
+
+    if (SLUICE_PMPI(Info_get)(info, "cb_config_list", (int)sizeof value - 1, value, &flag) != MPI_SUCCESS || !flag ||
+        value[0] != '*' || value[1] != ':')
+        return;
+    if (value[2] == '*' && value[3] == '\0')
+        *per_node = 1 << 20;
+    else if (parse_size(value + 2, &v) == 0 && v <= 1 << 20)
+        *per_node = v;
+}
+
 void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info)
 {
     if (h->stripe_size <= 0)
@@ -57,7 +74,10 @@ void sluice_acb_hints_apply(struct sluice_acb_hints *h, MPI_Info info)
         hint(info, "sluice_acb_max_memory", &h->max_memory, INT64_MAX);
         hint(info, "sluice_acb_direct_size", &h->direct_size, INT64_MAX);
         hint(info, "cb_buffer_size", &h->buffer_size, (int64_t)1 << 30);
+        config_list(info, &h->per_node);
     }
+    if (h->per_node <= 0)
+        h->per_node = 1;
     /* Writes end on stripe boundaries only if they are whole stripes. */
     if (h->write_size < h->stripe_size)
         h->write_size = h->stripe_size;

@@ -313,11 +313,13 @@ def test_small_strided_pieces_are_exchanged_in_rounds(tmp_path):
                    "MPIIO_ACB_ROUNDS": 4 * 16, "MPIIO_ACB_BUFFER_WRITES": 0}
 
 
-def test_rounds_with_two_aggregators(tmp_path):
-    """Two aggregators, 16 KiB stripes dealt alternately, 32 KiB each per
-    round: 16 rounds of 64 KiB windows; each aggregator writes its stripe of
-    a window as one write."""
-    entries, acb = ior_plain_and_acb(tmp_path, "--hints", "striping_unit=16384,cb_buffer_size=32768,cb_nodes=2")
+@pytest.mark.parametrize("aggregators", ["cb_nodes=2", "cb_config_list=*:2"])
+def test_rounds_with_two_aggregators(tmp_path, aggregators):
+    """Two aggregators (cb_nodes=2, or ROMIO's cb_config_list "*:2": two on
+    each node, and this job has one), 16 KiB stripes dealt alternately, 32
+    KiB each per round: 16 rounds of 64 KiB windows; each aggregator writes
+    its stripe of a window as one write."""
+    entries, acb = ior_plain_and_acb(tmp_path, "--hints", f"striping_unit=16384,cb_buffer_size=32768,{aggregators}")
     assert entries["f"]["fs"]["MPIIO_INDEP_WRITES"] == 64
     assert acb["MPIIO_ACB_ROUNDS"] == 4 * 16 and acb["MPIIO_ACB_OWN_FLUSHES"] == 0
 
