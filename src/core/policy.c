@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/diag.h"
@@ -33,6 +34,13 @@ static int ninclude;
 static char log_dir_abs[PATH_MAX];
 static struct prefix log_dir_prefix;
 
+/* The MPI runtime's session directories: its shared-memory segments, lock
+ * and rendezvous files belong to the MPI library, not to the program. */
+static const char *const runtime_dir_env[] = {"OMPI_MCA_orte_jobfam_session_dir", "PMIX_SERVER_TMPDIR"};
+static char runtime_buf[2][PATH_MAX];
+static struct prefix runtime_dirs[2];
+static int nruntime;
+
 /* sluice_path_under with the prefix's length known (as sluice_prefix_of makes it). */
 static int under(const char *path, const struct prefix *p)
 {
@@ -49,7 +57,21 @@ static struct prefix prefix_of(const char *s)
     return (struct prefix){s, n == 1 && s[0] == '/' ? 0 : n};
 }
 
-int sluice_policy_init(const char *paths, const char *log_dir)
+static void runtime_dirs_init(void)
+{
+    nruntime = 0;
+    for (size_t i = 0; i < sizeof runtime_dir_env / sizeof *runtime_dir_env; i++) {
+        const char *v = getenv(runtime_dir_env[i]);
+        if (!v || v[0] != '/' || sluice_path_absolute(AT_FDCWD, v, runtime_buf[nruntime], PATH_MAX) != 0)
+            continue;
+        struct prefix p = prefix_of(runtime_buf[nruntime]);
+        if (p.n == 0 || (nruntime == 1 && p.n == runtime_dirs[0].n && strncmp(p.s, runtime_dirs[0].s, p.n) == 0))
+            continue;   /* never "/"; the same directory once */
+        runtime_dirs[nruntime++] = p;
+    }
+}
+
+int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files)
 {
     char *p = include_buf, one[PATH_MAX];
     const char *s = paths;
@@ -66,6 +88,9 @@ int sluice_policy_init(const char *paths, const char *log_dir)
     if (log_dir && *log_dir)
         (void)sluice_path_absolute(AT_FDCWD, log_dir, log_dir_abs, sizeof log_dir_abs);
     log_dir_prefix = prefix_of(log_dir_abs);
+    nruntime = 0;
+    if (!runtime_files)
+        runtime_dirs_init();
     return 0;
 }
 
@@ -90,6 +115,9 @@ int sluice_policy_records(const char *abs_path)
 {
     if (log_dir_abs[0] && under(abs_path, &log_dir_prefix))
         return 0;
+    for (int i = 0; i < nruntime; i++)
+        if (under(abs_path, &runtime_dirs[i]))
+            return 0;
     if (ninclude > 0) {
         for (int i = 0; i < ninclude; i++)
             if (under(abs_path, &includes[i]))

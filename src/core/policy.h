@@ -6,8 +6,10 @@
 #ifndef SLUICE_CORE_POLICY_H
 #define SLUICE_CORE_POLICY_H
 
-/* Parse SLUICE_PATHS and the log directory (never recorded). 0 or -errno. */
-int sluice_policy_init(const char *paths, const char *log_dir);
+/* Parse SLUICE_PATHS and the log directory (never recorded); unless
+ * runtime_files, the MPI runtime's session directory (from the environment
+ * its launcher gives the ranks) is not recorded either. 0 or -errno. */
+int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files);
 
 /* 1 if I/O on this absolute normalised path is recorded. */
 int sluice_policy_records(const char *abs_path);

@@ -285,7 +285,7 @@ __attribute__((constructor(101))) static void sluice_load(void)
         sluice__state = SLUICE_STATE_FINISHED;
         return;
     }
-    sluice_policy_init(sluice_cfg.paths, log_dir_abs);
+    sluice_policy_init(sluice_cfg.paths, log_dir_abs, sluice_cfg.mpi_runtime_files);
     (void)sluice_policy_init_modes(sluice_cfg.mode, sluice_cfg.policy);
     sluice_stack_init(sluice_cfg.tiers, sluice_cfg.allow_test_tiers);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

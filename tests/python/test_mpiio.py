@@ -128,6 +128,24 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
         assert fs == app
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_mpi_runtimes_own_files_are_left_out(tmp_path, keep):
+    """With no --path every file but the system's is recorded; Open MPI's
+    session directory (its shared-memory segments, lock files: 20-odd files
+    and a dozen errors per job) is the MPI library's, not the program's, and
+    is left out unless --include-mpi-runtime. The program's file is there
+    either way."""
+    logs, work = tmp_path / "logs", tmp_path / "w"
+    work.mkdir()
+    sluice("run", "--log-dir", str(logs), *(["--include-mpi-runtime"] if keep else []), "--",
+           *MPIRUN, bin_path("mpiio_known"), str(work), env=MPI_ENV)
+    r = report_json(logs)
+    paths = [f["path"] for f in r["files"]]
+    assert str(work / "known.dat") in paths
+    runtime = [p for p in paths if "/ompi." in p and "/pid." in p]
+    assert bool(runtime) == keep, runtime[:3]
+
+
 @pytest.mark.parametrize("mode", ["profile", "acb"])
 def test_split_collectives_are_counted_and_aggregated(tmp_path, logdir, mode):
     """tests/mpi/mpiio_split.c: each rank's write_ordered_begin/end, 4
