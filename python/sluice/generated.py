@@ -39,7 +39,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting('SLUICE_MAX_RECORDS', 'INT', '65536', 'max_records', '--max-records',
             "per-file records kept per module; I/O on further files is added to one '<other files>' record and the log is marked partial"),
     Setting('SLUICE_MPI_RUNTIME_FILES', 'BOOL', '0', 'mpi_runtime_files', '--include-mpi-runtime',
-            "1: also record the MPI runtime's own files in its session directory (Open MPI's per-job directory, PMIx's server directory: shared-memory segments, locks); 0: leave them out, they are not the program's"),
+            "1: also record the MPI runtime's own files (Open MPI's session directory, PMIx's server directory, $HOME/.openmpi and $HOME/.pmix: shared-memory segments, locks, parameter files); 0: leave them out, they are not the program's"),
     Setting('SLUICE_DISABLE', 'BOOL', '0', '', '',
             '1: load but record nothing and write no log'),
     Setting('SLUICE_TIER', 'STR', '', 'stage.tier', '--tier',

@@ -34,11 +34,15 @@ static int ninclude;
 static char log_dir_abs[PATH_MAX];
 static struct prefix log_dir_prefix;
 
-/* The MPI runtime's session directories: its shared-memory segments, lock
- * and rendezvous files belong to the MPI library, not to the program. */
-static const char *const runtime_dir_env[] = {"OMPI_MCA_orte_jobfam_session_dir", "PMIX_SERVER_TMPDIR"};
-static char runtime_buf[2][PATH_MAX];
-static struct prefix runtime_dirs[2];
+/* The MPI runtime's files: its session directories (shared-memory
+ * segments, lock and rendezvous files) and, in an Open MPI rank, the
+ * per-user parameter files it looks for in $HOME/.openmpi and $HOME/.pmix.
+ * They belong to the MPI library, not to the program. */
+static const char *const runtime_dir_env[] = {"OMPI_MCA_orte_top_session_dir", "PMIX_SERVER_TMPDIR"};
+static const char *const runtime_home_dirs[] = {".openmpi", ".pmix"};
+#define RUNTIME_DIRS_MAX 4
+static char runtime_buf[RUNTIME_DIRS_MAX][PATH_MAX];
+static struct prefix runtime_dirs[RUNTIME_DIRS_MAX];
 static int nruntime;
 
 /* sluice_path_under with the prefix's length known (as sluice_prefix_of makes it). */
@@ -57,18 +61,34 @@ static struct prefix prefix_of(const char *s)
     return (struct prefix){s, n == 1 && s[0] == '/' ? 0 : n};
 }
 
+/* One more runtime directory (absolute, never "/"; a directory under one
+ * already there adds nothing). */
+static void runtime_dir_add(const char *dir)
+{
+    if (nruntime == RUNTIME_DIRS_MAX || dir[0] != '/' ||
+        sluice_path_absolute(AT_FDCWD, dir, runtime_buf[nruntime], PATH_MAX) != 0)
+        return;
+    struct prefix p = prefix_of(runtime_buf[nruntime]);
+    for (int i = 0; i < nruntime; i++)
+        if (under(p.s, &runtime_dirs[i]))
+            return;
+    if (p.n > 0)
+        runtime_dirs[nruntime++] = p;
+}
+
 static void runtime_dirs_init(void)
 {
+    const char *v, *home = getenv("HOME");
+    char dir[PATH_MAX];
+
     nruntime = 0;
-    for (size_t i = 0; i < sizeof runtime_dir_env / sizeof *runtime_dir_env; i++) {
-        const char *v = getenv(runtime_dir_env[i]);
-        if (!v || v[0] != '/' || sluice_path_absolute(AT_FDCWD, v, runtime_buf[nruntime], PATH_MAX) != 0)
-            continue;
-        struct prefix p = prefix_of(runtime_buf[nruntime]);
-        if (p.n == 0 || (nruntime == 1 && p.n == runtime_dirs[0].n && strncmp(p.s, runtime_dirs[0].s, p.n) == 0))
-            continue;   /* never "/"; the same directory once */
-        runtime_dirs[nruntime++] = p;
-    }
+    for (size_t i = 0; i < sizeof runtime_dir_env / sizeof *runtime_dir_env; i++)
+        if ((v = getenv(runtime_dir_env[i])) != NULL)
+            runtime_dir_add(v);
+    if (nruntime > 0 && home && home[0] == '/' && strcmp(home, "/") != 0)
+        for (size_t i = 0; i < sizeof runtime_home_dirs / sizeof *runtime_home_dirs; i++)
+            if (snprintf(dir, sizeof dir, "%s/%s", home, runtime_home_dirs[i]) < (int)sizeof dir)
+                runtime_dir_add(dir);
 }
 
 int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files)
