@@ -9,6 +9,7 @@ unit-tested in C (tests/unit/test_layout.c)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -60,6 +61,13 @@ def test_layout_set_at_create(cdir, logdir):
     assert layout_counters(logdir, f) == {"POSIX_LAYOUT_SETS": 1, "POSIX_LAYOUT_STRIPES": 3,
                                           "POSIX_LAYOUT_STRIPE_BYTES": MiB}
     assert "Layouts at create" in sluice("report", str(logdir)).stdout
+    # and the same row in the HTML page
+    page = logdir.parent / "r.html"
+    sluice("report", "--html", str(page), str(logdir))
+    html = page.read_text()
+    section = html[html.index('<section id="layouts">'):]
+    row = section[section.index(f'<tr data-layout="{f}">'):].split("</tr>")[0]
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", row) == [str(f), "set", "3", "1.0 MiB"]
 
 
 @pytest.mark.cephfs

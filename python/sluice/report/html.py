@@ -250,6 +250,27 @@ def _hdf5(job: Job, top: int) -> str:
     return "\n".join(out)
 
 
+def _layouts(job: Job, top: int) -> str:
+    """The layout decisions at create, as the text report's table."""
+    from sluice.report.text import layout_rows
+
+    rows = layout_rows(job.files)
+    if not rows:
+        return ""
+    out = [f'<section id="layouts"><h2>Layouts at create</h2><p class="note">{len(rows):,} '
+           f'file{"s" if len(rows) != 1 else ""} with a layout decision (docs/layout.md); the first {min(top, len(rows))} '
+           "by path.</p>",
+           '<table class="files"><thead><tr><th>file</th><th>decision</th><th class="num">stripes</th>'
+           '<th class="num">stripe size</th></tr></thead><tbody>']
+    for r in sorted(rows, key=lambda r: r["path"])[:top]:
+        count = "" if r["stripe_count"] is None else f'{r["stripe_count"]:,}'
+        size = "" if r["stripe_size"] is None else human_bytes(r["stripe_size"])
+        out.append(f'<tr data-layout="{esc(r["path"])}"><td class="path">{esc(r["path"])}</td>'
+                   f'<td>{esc(r["decision"])}</td><td class="num">{count}</td><td class="num">{esc(size)}</td></tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def _advice(job: Job, top: int) -> str:
     """The findings of `sluice advise`, most costly first, one row each."""
     from sluice.advise import advise, fix_of
@@ -425,6 +446,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
         *(_figure(p) for p in plots),
         "</section>",
         _files(job, top),
+        _layouts(job, top),
         _processes(job, top),
         _all_counters(job),
         f"<footer>sluice {esc(__version__)} &middot; {len(job.logs):,} log(s)</footer>",
