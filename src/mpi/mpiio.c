@@ -271,35 +271,31 @@ static MPI_File writer_handle(struct mpiio_file *f, int *rc)
     return f->raw;
 }
 
-/* The engine's writer. */
-static int raw_write(void *ctx, int64_t off, const void *buf, int64_t len)
+/* The engine's writer: a write, or with req only its start (an aggregator
+ * writing one round while it exchanges the next; counted when started, its
+ * time the start's). */
+static int raw_put(struct mpiio_file *f, int64_t off, const void *buf, int64_t len, MPI_Request *req)
 {
-    struct mpiio_file *f = ctx;
     int rc;
     MPI_File fh = writer_handle(f, &rc);
     uint64_t t0 = sluice_now();
 
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = SLUICE_PMPI(File_write_at)(fh, off, buf, (int)len, SLUICE_MPI_BYTE, MPI_STATUS_IGNORE);
+    rc = req ? SLUICE_PMPI(File_iwrite_at)(fh, off, buf, (int)len, SLUICE_MPI_BYTE, req)
+             : SLUICE_PMPI(File_write_at)(fh, off, buf, (int)len, SLUICE_MPI_BYTE, MPI_STATUS_IGNORE);
     count_io(f, SLUICE_SIDES_FS, SLUICE_WRITE, MPIIO_INDEP_WRITES, len, rc, t0);
     return rc;
 }
 
-/* Its non-blocking form, for an aggregator writing one round while it
- * exchanges the next: counted when started (its time is the start's). */
+static int raw_write(void *ctx, int64_t off, const void *buf, int64_t len)
+{
+    return raw_put(ctx, off, buf, len, NULL);
+}
+
 static int raw_iwrite(void *ctx, int64_t off, const void *buf, int64_t len, MPI_Request *req)
 {
-    struct mpiio_file *f = ctx;
-    int rc;
-    MPI_File fh = writer_handle(f, &rc);
-    uint64_t t0 = sluice_now();
-
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = SLUICE_PMPI(File_iwrite_at)(fh, off, buf, (int)len, SLUICE_MPI_BYTE, req);
-    count_io(f, SLUICE_SIDES_FS, SLUICE_WRITE, MPIIO_INDEP_WRITES, len, rc, t0);
-    return rc;
+    return raw_put(ctx, off, buf, len, req);
 }
 
 static int write_own(struct mpiio_file *f)
