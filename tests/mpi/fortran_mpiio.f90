@@ -1,8 +1,9 @@
 ! MPI-IO from Fortran (`use mpi`): every rank writes 40 records of 250
 ! integers into one shared file, interleaved by rank, with
-! MPI_File_write_at, then one more with MPI_File_write_at_all and one with
-! MPI_File_iwrite_at (waited for); the file is reopened and each rank reads
-! its first record back and checks it.
+! MPI_File_write_at, then one more with MPI_File_write_at_all, one with
+! MPI_File_iwrite_at (waited for) and one with the split collective
+! MPI_File_write_at_all_begin/end (its status must count the record); the
+! file is reopened and each rank reads its first record back and checks it.
 !   mpirun -np N fortran_mpiio FILE
 program fortran_mpiio
   use mpi
@@ -31,6 +32,15 @@ program fortran_mpiio
   off = (41_MPI_OFFSET_KIND * nprocs + rank) * n * 4
   call MPI_File_iwrite_at(fh, off, rec, n, MPI_INTEGER, req, ierr)
   call MPI_Wait(req, status, ierr)
+  rec = 11 * rank
+  off = (42_MPI_OFFSET_KIND * nprocs + rank) * n * 4
+  call MPI_File_write_at_all_begin(fh, off, rec, n, MPI_INTEGER, ierr)
+  call MPI_File_write_at_all_end(fh, rec, status, ierr)
+  call MPI_Get_count(status, MPI_INTEGER, i, ierr)
+  if (i /= n) then
+    print '(a,i0)', 'split write counted ', i
+    call MPI_Abort(MPI_COMM_WORLD, 4, ierr)
+  end if
   call MPI_File_close(fh, ierr)
 
   call MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, fh, ierr)

@@ -107,7 +107,7 @@ def test_files_left_open_at_finalize_keep_their_bytes(tmp_path, logdir):
 def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
     """`use mpi` calls reach PMPI directly inside Open MPI: the Fortran entry
     points are wrapped, so the program's 160 independent writes, 4
-    collective and 4 non-blocking ones are counted, and under acb the
+    collective, 4 non-blocking and 4 split collective ones are counted, and under acb the
     blocking ones reach the file as one write; the file is plain's."""
     prog = Path(bin_path("fortran_mpiio"))
     plain_dir, run_dir = tmp_path / "plain", tmp_path / mode
@@ -121,7 +121,7 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
     e = file_entry(report_json(logdir), run_dir / "f.dat")
     app, fs = e["app"], e["fs"]
     assert (app["MPIIO_COLL_OPENS"], app["MPIIO_INDEP_WRITES"], app["MPIIO_COLL_WRITES"], app["MPIIO_INDEP_READS"],
-            app["MPIIO_NB_WRITES"]) == (8, 160, 4, 4, 4)
+            app["MPIIO_NB_WRITES"], app["MPIIO_SPLIT_WRITES"]) == (8, 160, 4, 4, 4, 4)
     if mode == "acb":
         assert fs["MPIIO_INDEP_WRITES"] == 1 and fs["MPIIO_COLL_WRITES"] == 0 and fs["POSIX_WRITES"] == 1
     else:
