@@ -182,6 +182,33 @@ def test_split_collectives_are_counted_and_aggregated(tmp_path, logdir, mode):
         assert fs["MPIIO_BYTES_WRITTEN"] == app["MPIIO_BYTES_WRITTEN"] and fs["MPIIO_ACB_FLUSHES"] > 0
 
 
+@pytest.mark.parametrize("mode", ["profile", "acb"])
+def test_fortran_2008_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
+    """`use mpi_f08` reaches Open MPI's library through other names than
+    `use mpi` (libmpi_usempif08 calls ompi_file_*_f): those are wrapped
+    too, so the program's 160 independent writes and 4 collective ones are
+    counted, and under acb reach the file as one write; the file is plain's."""
+    prog = Path(bin_path("fortran_mpiio_f08"))
+    if not prog.exists():
+        pytest.skip("no Fortran MPI (gfortran, libopenmpi-dev)")
+    plain_dir, run_dir = tmp_path / "plain", tmp_path / mode
+    plain_dir.mkdir()
+    run_dir.mkdir()
+    subprocess.run([*MPIRUN, str(prog), str(plain_dir / "f.dat")], env={**os.environ, **MPI_ENV}, check=True,
+                   timeout=300, capture_output=True)
+    sluice("run", "--mode", mode, "--log-dir", str(logdir), "--path", str(run_dir), "--",
+           *MPIRUN, str(prog), str(run_dir / "f.dat"), env=MPI_ENV)
+    assert (run_dir / "f.dat").read_bytes() == (plain_dir / "f.dat").read_bytes()
+    e = file_entry(report_json(logdir), run_dir / "f.dat")
+    app, fs = e["app"], e["fs"]
+    assert (app["MPIIO_COLL_OPENS"], app["MPIIO_INDEP_WRITES"], app["MPIIO_COLL_WRITES"],
+            app["MPIIO_INDEP_READS"]) == (8, 160, 4, 4)
+    if mode == "acb":
+        assert (fs["MPIIO_INDEP_WRITES"], fs["MPIIO_COLL_WRITES"], fs["POSIX_WRITES"]) == (1, 0, 1)
+    else:
+        assert fs == app
+
+
 def test_html_report_has_the_mpiio_section(workdir, logdir, tmp_path):
     """The page shows the MPI-IO table the text report shows, with the exact
     app and fs values (a serial job's page has none: test_report_html)."""
