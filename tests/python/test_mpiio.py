@@ -103,13 +103,10 @@ def test_files_left_open_at_finalize_keep_their_bytes(tmp_path, logdir):
     assert "MPI_Finalize with" in cp.stderr and "still open" in cp.stderr
 
 
-@pytest.mark.parametrize("mode", ["profile", "acb"])
-def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
-    """`use mpi` calls reach PMPI directly inside Open MPI: the Fortran entry
-    points are wrapped, so the program's 160 independent writes, 4
-    collective, 4 non-blocking and 4 split collective ones are counted, and under acb the
-    blocking ones reach the file as one write; the file is plain's."""
-    prog = Path(bin_path("fortran_mpiio"))
+def run_fortran(prog: Path, tmp_path: Path, logdir: Path, mode: str) -> tuple[dict, dict]:
+    """A Fortran MPI-IO program (argument: its file) plain, then under
+    `sluice run --mode MODE`: the files must be byte-identical; the app and
+    fs counters of the sluice run's file."""
     plain_dir, run_dir = tmp_path / "plain", tmp_path / mode
     plain_dir.mkdir()
     run_dir.mkdir()
@@ -119,7 +116,16 @@ def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
            *MPIRUN, str(prog), str(run_dir / "f.dat"), env=MPI_ENV)
     assert (run_dir / "f.dat").read_bytes() == (plain_dir / "f.dat").read_bytes()
     e = file_entry(report_json(logdir), run_dir / "f.dat")
-    app, fs = e["app"], e["fs"]
+    return e["app"], e["fs"]
+
+
+@pytest.mark.parametrize("mode", ["profile", "acb"])
+def test_fortran_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
+    """`use mpi` calls reach PMPI directly inside Open MPI: the Fortran entry
+    points are wrapped, so the program's 160 independent writes, 4
+    collective, 4 non-blocking and 4 split collective ones are counted, and under acb the
+    blocking ones reach the file as one write; the file is plain's."""
+    app, fs = run_fortran(Path(bin_path("fortran_mpiio")), tmp_path, logdir, mode)
     assert (app["MPIIO_COLL_OPENS"], app["MPIIO_INDEP_WRITES"], app["MPIIO_COLL_WRITES"], app["MPIIO_INDEP_READS"],
             app["MPIIO_NB_WRITES"], app["MPIIO_SPLIT_WRITES"]) == (8, 160, 4, 4, 4, 4)
     if mode == "acb":
@@ -191,16 +197,7 @@ def test_fortran_2008_mpiio_is_seen_and_aggregated(tmp_path, logdir, mode):
     prog = Path(bin_path("fortran_mpiio_f08"))
     if not prog.exists():
         pytest.skip("no Fortran MPI (gfortran, libopenmpi-dev)")
-    plain_dir, run_dir = tmp_path / "plain", tmp_path / mode
-    plain_dir.mkdir()
-    run_dir.mkdir()
-    subprocess.run([*MPIRUN, str(prog), str(plain_dir / "f.dat")], env={**os.environ, **MPI_ENV}, check=True,
-                   timeout=300, capture_output=True)
-    sluice("run", "--mode", mode, "--log-dir", str(logdir), "--path", str(run_dir), "--",
-           *MPIRUN, str(prog), str(run_dir / "f.dat"), env=MPI_ENV)
-    assert (run_dir / "f.dat").read_bytes() == (plain_dir / "f.dat").read_bytes()
-    e = file_entry(report_json(logdir), run_dir / "f.dat")
-    app, fs = e["app"], e["fs"]
+    app, fs = run_fortran(prog, tmp_path, logdir, mode)
     assert (app["MPIIO_COLL_OPENS"], app["MPIIO_INDEP_WRITES"], app["MPIIO_COLL_WRITES"],
             app["MPIIO_INDEP_READS"]) == (8, 160, 4, 4)
     if mode == "acb":
