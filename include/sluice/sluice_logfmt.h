@@ -19,8 +19,10 @@
 #define SLUICE_LOG_MAGIC "SLUICELG"      /* 8 bytes, no NUL */
 /* 2.0 may store regions compressed (SLUICE_LOG_R_DEFLATE): a 1.x reader
  * would skip them and show a process without files, so it must refuse
- * instead. Readers of 2.x read 1.x logs too. */
-#define SLUICE_LOG_VERSION_MAJOR 2
+ * instead. 3.0 stores MODULE records column by column (layout 1) and names
+ * without record ids (NAMES version 2), which a 2.x reader would misread.
+ * Readers of 3.x read 1.x and 2.x logs too. */
+#define SLUICE_LOG_VERSION_MAJOR 3
 #define SLUICE_LOG_VERSION_MINOR 0
 #define SLUICE_LOG_OLDEST_MAJOR 1        /* the oldest major version readers accept */
 #define SLUICE_LOG_HEADER_SIZE 64
@@ -78,10 +80,46 @@ enum sluice_log_end_reason {
 /* SCHEMA region: u32 nmodules, then per module:
  *   u16 id, u16 version, u16 name_len, name, u16 ni, u16 nf,
  *   ni × { u16 len, name }, nf × { u16 len, name }
- * NAMES region: u32 count, then count × { u64 record_id, u32 len, path }
- * MODULE region: u16 module_id, u16 zero, u32 nrecords, then per record:
- *   u64 record_id, u32 flags, u32 zero,
- *   i64 app[ni], i64 fs[ni], f64 app[nf], f64 fs[nf]      (ni, nf from SCHEMA)
+ * NAMES region, version 1: u32 count, then count × { u64 record_id, u32 len, path }
+ * NAMES region, version 2 (3.0): u32 count, then count × { u32 len, path };
+ *   the entries of all version-2 NAMES regions are numbered from 0 in
+ *   table order, and a record's id is sluice_log_record_id(module, path)
+ * MODULE region: u16 module_id, u16 layout, u32 nrecords, then
+ *   layout 0 (rows; the only one before 3.0), per record:
+ *     u64 record_id, u32 flags, u32 zero,
+ *     i64 app[ni], i64 fs[ni], f64 app[nf], f64 fs[nf]      (ni, nf from SCHEMA)
+ *   layout 1 (columns, 3.0): u32 group, then the records in groups of
+ *     `group` (the last one holds the rest), each record being
+ *     V = 2 + 2 ni + 2 nf u64 values: its NAMES index, its flags, the app
+ *     integer counters, the fs ones minus the app ones (mod 2^64), the app
+ *     float counters (all times) as i64 nanoseconds, the fs ones minus the
+ *     app ones in nanoseconds; a group of g records stores its g·V values
+ *     as byte planes (plane j = b·V + k holds byte b, least significant
+ *     first, of value k of records 0..g-1): a bitmap of 8·V bits (V bytes,
+ *     bit j in byte j/8, least significant bit first) says which planes
+ *     are stored, then those planes, g bytes each, in increasing j; a
+ *     plane not stored is zero. Equal sides, zero counters and the high
+ *     bytes of small values are most planes: they cost a bit each.
  */
+/* Readers refuse a log whose layout-1 records would take more than
+ * BASE + RATIO × the file's size bytes of counters in memory: the writer's
+ * logs need about 120 times their size (records of 1.7 KB in memory, 14
+ * bytes on disk), a damaged one could announce millions of records of
+ * zero planes. */
+#define SLUICE_LOG_SPARSE_BASE (64ull << 20)
+#define SLUICE_LOG_SPARSE_RATIO 4096u
+#define SLUICE_LOG_LAYOUT_ROWS 0
+#define SLUICE_LOG_LAYOUT_COLUMNS 1
+#define SLUICE_LOG_NAMES_INDEXED 2       /* NAMES region version without ids */
+
+/* A record's id in 3.x logs, which do not store it: FNV-1a (64-bit) of the
+ * module id and the path's bytes, as the runtime computes it. */
+static inline uint64_t sluice_log_record_id(unsigned module, const void *path, unsigned long len)
+{
+    uint64_t h = 1469598103934665603ull ^ module;
+    for (unsigned long i = 0; i < len; i++)
+        h = (h ^ ((const unsigned char *)path)[i]) * 1099511628211ull;
+    return h;
+}
 
 #endif

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 MAGIC = b"SLUICELG"
-VERSION_MAJOR = 2          # 2.0: regions may be stored compressed (R_DEFLATE)
+VERSION_MAJOR = 3          # 2.0: regions may be stored compressed (R_DEFLATE); 3.0: records in columns
 OLDEST_MAJOR = 1
 HEADER_SIZE = 64
 REGION_ENTRY_SIZE = 32
@@ -29,6 +29,10 @@ DEFLATE_HEAD = 16
 INFLATE_MAX_RATIO = 1032   # deflate gives at most this many bytes per byte of stream
 END_REASONS = {1: "exit", 2: "SIGTERM", 3: "_exit", 4: "exec"}
 F_PARTIAL, F_SIGNAL = 1, 2
+LAYOUT_ROWS, LAYOUT_COLUMNS = 0, 1   # MODULE regions (3.0)
+NAMES_INDEXED = 2                    # NAMES region version without record ids (3.0)
+# A log whose layout-1 records would need more counter memory than this is refused (sluice_logfmt.h).
+SPARSE_BASE, SPARSE_RATIO = 64 << 20, 4096
 
 
 class LogFormatError(Exception):
@@ -61,19 +65,28 @@ class RecordBlock:
     counters are inflated again each time they are asked for (arrays()):
     a job's logs take little memory until a caller goes through them."""
 
-    def __init__(self, module: Module, ids: np.ndarray, flags: np.ndarray, ints: np.ndarray | None = None,
-                 floats: np.ndarray | None = None, paths: list[str] | None = None, stored: bytes | None = None):
+    def __init__(self, module: Module, ids: np.ndarray | None, flags: np.ndarray, ints: np.ndarray | None = None,
+                 floats: np.ndarray | None = None, paths: list[str] | None = None, stored: bytes | None = None,
+                 decode=None, raw_paths: list[bytes] | None = None):
         self.module = module
-        self.ids = ids          # uint64, one per record
+        self._ids = ids         # uint64, one per record (None: computed from raw_paths when asked)
+        self._raw_paths = raw_paths
         self.flags = flags      # uint32
         self.paths = paths or []
         self._ints, self._floats, self._stored = ints, floats, stored
+        self._decode = decode or _counters
+
+    @property
+    def ids(self) -> np.ndarray:
+        if self._ids is None:
+            self._ids = record_ids(self.module.id, self._raw_paths or [])
+        return self._ids
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """int64 [record, side (0 app, 1 fs), counter] and float64 [record, side, counter]."""
         if self._stored is None:
             return self._ints, self._floats
-        return _counters(_inflated(self._stored, 0)[1], self.module, len(self.paths))[2:]
+        return self._decode(_inflated(self._stored, 0)[1], self.module, len(self.paths))[2:]
 
     @property
     def ints(self) -> np.ndarray:
@@ -267,37 +280,84 @@ def _parse(p: Path, data: bytes) -> Log:
             for mid, mver, name, inames, fnames in _schema(bytes(body)):
                 log.modules[mid] = Module(mid, mver, name, list(inames), list(fnames))
 
-    names: dict[int, str] = {}
-    for t, _, body, _ in regions:
+    names: dict[int, str] = {}       # NAMES version 1: by record id
+    indexed: list[bytes] = []        # version 2: numbered in table order (decoded once used)
+    for t, ver, body, _ in regions:
         if t == R_NAMES:
             c = _Cursor(body, "names")
-            for _ in range(c.u32()):
+            count = c.u32()
+            if ver == NAMES_INDEXED:
+                if count > (len(body) - c.pos) // 4:
+                    raise LogFormatError("names region is truncated")
+                indexed.extend(c.take(c.u32()) for _ in range(count))
+                continue
+            for _ in range(count):
                 rid = c.unpack("Q")[0]
                 names[rid] = c.str32()
 
     blocks: list[RecordBlock] = []
+    sparse = 0
+    for t, _, body, _ in regions:      # first pass: sizes, as the C reader checks them before reading
+        if t == R_MODULE:
+            mod, layout, nrec = _module_head(body, log.modules, major)
+            if mod is not None and layout == LAYOUT_COLUMNS:
+                sparse += nrec * 16 * (len(mod.int_names) + len(mod.float_names))
+    if sparse > SPARSE_BASE + SPARSE_RATIO * len(data):
+        raise LogFormatError(f"its records would take {sparse} bytes of memory, "
+                             f"more than a log of {len(data)} bytes can hold")
     for t, _, body, packed in regions:
         if t != R_MODULE:
             continue
-        c = _Cursor(body, "module")
-        mid, _zero, nrec = c.unpack("HHI")
-        mod = log.modules.get(mid)
+        mod, layout, nrec = _module_head(body, log.modules, major)
         if mod is None:
             continue  # a module this reader does not know: skipped
-        ni, nf = len(mod.int_names), len(mod.float_names)
-        rec_size = 16 + 16 * ni + 16 * nf
-        if nrec * rec_size > len(body) - c.pos:
-            raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
-        ids, flags, ints, floats = _counters(body, mod, nrec)
-        paths = [names.get(rid) for rid in ids.tolist()]
-        if None in paths:
-            raise LogFormatError(f"{mod.name} record {int(ids[paths.index(None)]):#x} has no name")
-        if packed is not None:    # the inflated bytes are let go: arrays() inflates them again
-            blocks.append(RecordBlock(mod, ids.copy(), flags.copy(), paths=paths, stored=packed))
+        decode = _columns if layout == LAYOUT_COLUMNS else _counters
+        ids, flags, ints, floats = decode(body, mod, nrec)
+        raw = None
+        if layout == LAYOUT_COLUMNS:
+            bad = np.flatnonzero(ids >= len(indexed))   # here: NAMES indexes
+            if bad.size:
+                raise LogFormatError(f"{mod.name} record {int(bad[0])} has no name")
+            raw = [indexed[i] for i in ids.tolist()]
+            paths = [b.decode("utf-8", "replace") for b in raw]
+            ids = None
         else:
-            blocks.append(RecordBlock(mod, ids, flags, ints, floats, paths))
+            paths = [names.get(rid) for rid in ids.tolist()]
+            if None in paths:
+                raise LogFormatError(f"{mod.name} record {int(ids[paths.index(None)]):#x} has no name")
+        if packed is not None:    # the inflated bytes are let go: arrays() inflates them again
+            blocks.append(RecordBlock(mod, None if ids is None else ids.copy(), flags.copy(), paths=paths,
+                                      stored=packed, decode=decode, raw_paths=raw))
+        else:
+            blocks.append(RecordBlock(mod, ids, flags, ints, floats, paths, decode=decode, raw_paths=raw))
     log.records = Records(blocks)
     return log
+
+
+def _module_head(body: bytes, modules: dict[int, Module], major: int) -> tuple[Module | None, int, int]:
+    """The module of a MODULE region (None: not in the SCHEMA, skipped),
+    its layout and record count, checked against the region's size."""
+    c = _Cursor(body, "module")
+    mid, layout, nrec = c.unpack("HHI")
+    mod = modules.get(mid)
+    if mod is None:
+        return None, layout, nrec
+    ni, nf = len(mod.int_names), len(mod.float_names)
+    left = len(body) - c.pos
+    if major < 3 or layout == LAYOUT_ROWS:
+        if nrec * (16 + 16 * ni + 16 * nf) > left:
+            raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
+        return mod, LAYOUT_ROWS, nrec
+    if layout != LAYOUT_COLUMNS:
+        raise LogFormatError(f"{mod.name} region has an unknown layout ({layout})")
+    (group,) = c.unpack("I")
+    if group == 0 and nrec > 0:
+        raise LogFormatError(f"{mod.name} region is corrupt (records in groups of 0)")
+    # a bitmap of V bytes per group, at least a byte per record
+    nv = 2 + 2 * ni + 2 * nf
+    if nrec > left - 4 or (-(-nrec // group) if group else 0) > (left - 4) // nv:
+        raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
+    return mod, LAYOUT_COLUMNS, nrec
 
 
 @functools.lru_cache(maxsize=64)
@@ -351,3 +411,58 @@ def _record_dtype(ni: int, nf: int) -> np.dtype:
     return np.dtype({"names": ["id", "flags", "ints", "floats"],
                      "formats": ["<u8", "<u4", ("<i8", (2 * ni,)), ("<f8", (2 * nf,))],
                      "offsets": [0, 8, 16, 16 + 16 * ni], "itemsize": 16 + 16 * ni + 16 * nf})
+
+
+def _columns(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """NAMES indexes, flags, ints [record, side, counter] and floats (seconds)
+    of a MODULE region of layout 1 (its head checked): groups of records
+    stored as the byte planes that are not zero, the fs side as a difference
+    from the app side, times in integer nanoseconds (docs/logformat.md)."""
+    ni, nf = len(mod.int_names), len(mod.float_names)
+    nv = 2 + 2 * ni + 2 * nf
+    (group,) = struct.unpack_from("<I", body, 8)
+    raw = np.frombuffer(body, dtype=np.uint8)
+    planes = np.zeros((nrec, 8 * nv), dtype=np.uint8)   # [record, plane b*V + k]
+    pos = 12
+    for first in range(0, nrec, group):
+        g = min(group, nrec - first)
+        if pos + nv > len(raw):
+            raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
+        stored = np.flatnonzero(np.unpackbits(raw[pos : pos + nv], bitorder="little"))
+        pos += nv
+        end = pos + len(stored) * g
+        if end > len(raw):
+            raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
+        planes[first : first + g, stored] = raw[pos:end].reshape(len(stored), g).T
+        pos = end
+    # [record, b, k] -> [record, k, b]: the bytes of each value, least significant first
+    vals = np.ascontiguousarray(planes.reshape(nrec, 8, nv).transpose(0, 2, 1)).view("<u8").reshape(nrec, nv)
+    ints = np.empty((nrec, 2, ni), dtype=np.int64)
+    app = vals[:, 2 : 2 + ni]
+    ints[:, 0, :] = app.view(np.int64)
+    ints[:, 1, :] = (app + vals[:, 2 + ni : 2 + 2 * ni]).view(np.int64)   # uint64: wraps as the writer's
+    ns = vals[:, 2 + 2 * ni :]
+    floats = np.empty((nrec, 2, nf), dtype=np.float64)
+    floats[:, 0, :] = ns[:, :nf].view(np.int64) / 1e9
+    floats[:, 1, :] = (ns[:, :nf] + ns[:, nf:]).view(np.int64) / 1e9
+    return vals[:, 0].copy(), vals[:, 1].astype(np.uint32), ints, floats
+
+
+def record_ids(module: int, paths: list[bytes] | list[str]) -> np.ndarray:
+    """The record ids of 3.x logs, which do not store them: FNV-1a (64 bits)
+    of the module id and each path's bytes, computed for all paths at once."""
+    enc = [p if isinstance(p, bytes) else p.encode("utf-8", "surrogateescape") for p in paths]
+    h = np.full(len(enc), 1469598103934665603 ^ module, dtype=np.uint64)
+    if not enc:
+        return h
+    lens = np.fromiter((len(b) for b in enc), dtype=np.intp, count=len(enc))
+    width = int(lens.max())
+    mat = np.zeros((len(enc), width), dtype=np.uint8)
+    for i, b in enumerate(enc):
+        mat[i, : len(b)] = np.frombuffer(b, dtype=np.uint8)
+    prime = np.uint64(1099511628211)
+    with np.errstate(over="ignore"):
+        for j in range(width):
+            live = lens > j
+            h[live] = (h[live] ^ mat[live, j].astype(np.uint64)) * prime
+    return h

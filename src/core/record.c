@@ -12,6 +12,7 @@
 
 #include "common/arena.h"
 #include "core/mounts.h"
+#include "sluice/sluice_logfmt.h"
 
 /* The counter names of module M: a string per counter of M, nothing for the others. */
 #define SLUICE_INAME_(x) #x
@@ -91,12 +92,11 @@ static int64_t record_count[SLUICE_MOD_END];
 static struct sluice_record *overflow[SLUICE_MOD_END];
 static int partial;
 
+/* The log format's record id (logs of 3.x do not store it: readers
+ * compute it the same way). */
 static uint64_t record_hash(unsigned module, const char *path)
 {
-    uint64_t h = 1469598103934665603ull ^ module;   /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return h;
+    return sluice_log_record_id(module, path, strlen(path));
 }
 
 int sluice_records_init(int64_t max_records)

@@ -360,77 +360,216 @@ static const struct sluice_log_string *name_find(const struct name *v, size_t n,
     return lo > 0 && v[lo - 1].id == id ? &v[lo - 1].path : NULL;
 }
 
-static int parse_names(struct ctx *c, struct cur *cur, struct name **v, size_t *n, size_t *cap)
+/* What NAMES regions say: entries with ids (version 1, logs before 3.0),
+ * sorted by id once all are read, and entries numbered in table order
+ * (version 2), which MODULE regions of layout 1 refer to by index. */
+struct names {
+    struct name *byid;
+    size_t nbyid, byid_cap;
+    struct sluice_log_string *indexed;
+    size_t nindexed, indexed_cap;
+};
+
+/* Room for `count` more elements of `size` bytes in *v (capacity *cap). */
+static int names_reserve(struct ctx *c, void **v, size_t *cap, size_t n, uint32_t count, size_t size)
+{
+    if (n + count <= *cap)
+        return 0;
+    size_t ncap = n + count;
+    if (ncap > SIZE_MAX / size)
+        return oom(c);
+    void *nv = realloc(*v, ncap * size);
+    if (!nv)
+        return oom(c);
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+static int parse_names(struct ctx *c, struct cur *cur, uint32_t version, struct names *t)
 {
     uint32_t count;
     int rc;
 
     if (get32(cur, &count) < 0)
         return cur_fail(c, -1, "names");
+    if (version == SLUICE_LOG_NAMES_INDEXED) {
+        /* length: at least 4 bytes per name. */
+        if (count > cur->left / 4)
+            return cur_fail(c, -1, "names");
+        if (names_reserve(c, (void **)&t->indexed, &t->indexed_cap, t->nindexed, count, sizeof *t->indexed) < 0)
+            return -1;
+        for (uint32_t k = 0; k < count; k++) {
+            if ((rc = get_str32(c, cur, &t->indexed[t->nindexed])) < 0)
+                return cur_fail(c, rc, "names");
+            t->nindexed++;
+        }
+        return 0;
+    }
     /* id and length: at least 12 bytes per name. */
     if (count > cur->left / 12)
         return cur_fail(c, -1, "names");
-    if (*n + count > *cap) {
-        size_t ncap = *n + count;
-        if (ncap > SIZE_MAX / sizeof **v)
-            return oom(c);
-        struct name *nv = realloc(*v, ncap * sizeof *nv);
-        if (!nv)
-            return oom(c);
-        *v = nv;
-        *cap = ncap;
-    }
+    if (names_reserve(c, (void **)&t->byid, &t->byid_cap, t->nbyid, count, sizeof *t->byid) < 0)
+        return -1;
     for (uint32_t k = 0; k < count; k++) {
-        struct name *e = &(*v)[*n];
+        struct name *e = &t->byid[t->nbyid];
         if (get64(cur, &e->id) < 0)
             return cur_fail(c, -1, "names");
         if ((rc = get_str32(c, cur, &e->path)) < 0)
             return cur_fail(c, rc, "names");
-        e->seq = (*n)++;
+        e->seq = t->nbyid++;
     }
     return 0;
 }
 
-/* First pass over a MODULE region: its module (NULL: skipped) and record
- * count, checked against the region's size. */
-static int module_head(struct ctx *c, const struct region *r, const struct modmap *map,
-                       const struct sluice_log_module **mod, uint32_t *nrec, struct cur *cur)
+/* First pass over a MODULE region: its module (NULL: skipped), record
+ * count, layout and (layout 1) records per group, checked against the
+ * region's size. */
+struct module_head {
+    const struct sluice_log_module *mod;
+    uint32_t nrec, group;
+    uint16_t layout;
+};
+
+static int module_head(struct ctx *c, const struct region *r, const struct modmap *map, struct module_head *h,
+                       struct cur *cur)
 {
-    uint16_t mid, zero;
+    uint16_t mid;
 
     cur->p = r->body;
     cur->left = r->len;
-    if (get16(cur, &mid) < 0 || get16(cur, &zero) < 0 || get32(cur, nrec) < 0)
+    if (get16(cur, &mid) < 0 || get16(cur, &h->layout) < 0 || get32(cur, &h->nrec) < 0)
         return cur_fail(c, -1, "module");
-    *mod = map->slot[mid] ? &c->log->modules[map->slot[mid] - 1] : NULL;
-    if (!*mod)
+    h->mod = map->slot[mid] ? &c->log->modules[map->slot[mid] - 1] : NULL;
+    if (!h->mod)
         return 0; /* a module the SCHEMA does not describe: skipped */
-    uint64_t rec_size = 16 + 16 * (uint64_t)(*mod)->ni + 16 * (uint64_t)(*mod)->nf;
-    if (*nrec > cur->left / rec_size)
-        return fail(c, "%s region is truncated (%lu records announced)", (*mod)->name.ptr,
-                    (unsigned long)*nrec);
+    uint64_t rec_size;
+    if (c->log->proc.version_major < 3 || h->layout == SLUICE_LOG_LAYOUT_ROWS) {
+        rec_size = 16 + 16 * (uint64_t)h->mod->ni + 16 * (uint64_t)h->mod->nf;
+    } else if (h->layout == SLUICE_LOG_LAYOUT_COLUMNS) {
+        if (get32(cur, &h->group) < 0)
+            return cur_fail(c, -1, "module");
+        if (h->group == 0 && h->nrec > 0)
+            return fail(c, "%s region is corrupt (records in groups of 0)", h->mod->name.ptr);
+        /* Each group takes at least its bitmap (V bytes), and a record at
+         * least a byte (a group of g > 1 records stores the low byte of
+         * their distinct NAMES indexes); the planes are checked as they
+         * are read. */
+        uint64_t nv = 2 + 2 * (uint64_t)h->mod->ni + 2 * (uint64_t)h->mod->nf;
+        uint64_t ngroups = h->group ? ((uint64_t)h->nrec + h->group - 1) / h->group : 0;
+        if (h->nrec > cur->left || ngroups > cur->left / nv)
+            return fail(c, "%s region is truncated (%lu records announced)", h->mod->name.ptr,
+                        (unsigned long)h->nrec);
+        return 0;
+    } else {
+        return fail(c, "%s region has an unknown layout (%u)", h->mod->name.ptr, (unsigned)h->layout);
+    }
+    if (h->nrec > cur->left / rec_size)
+        return fail(c, "%s region is truncated (%lu records announced)", h->mod->name.ptr, (unsigned long)h->nrec);
     return 0;
 }
 
-static int parse_module(struct ctx *c, const struct region *r, const struct modmap *map,
-                        const struct name *names, size_t nnames)
+/* Values of a layout-1 region, back into records: group by group, each
+ * group's stored byte planes or'ed into its values (sluice_logfmt.h). */
+static int parse_columns(struct ctx *c, const struct module_head *h, struct cur *cur, int64_t *iv, double *fv,
+                         const struct names *t)
 {
     struct sluice_log *log = c->log;
-    const struct sluice_log_module *mod;
-    uint32_t nrec;
+    const struct sluice_log_module *mod = h->mod;
+    size_t ni = mod->ni, nf = mod->nf, nv = 2 + 2 * ni + 2 * nf;
+    size_t gmax = h->nrec < h->group ? h->nrec : h->group;
+    uint64_t *vals = gmax <= SIZE_MAX / sizeof *vals / nv ? malloc(gmax * nv * sizeof *vals) : NULL;
+    int rc = -1;
+
+    if (!vals)
+        return oom(c);
+    for (size_t first = 0; first < h->nrec; first += h->group) {
+        size_t g = h->nrec - first < h->group ? h->nrec - first : h->group;
+        const unsigned char *map = take(cur, nv); /* 8 nv bits */
+        if (!map) {
+            fail(c, "%s region is truncated (%lu records announced)", mod->name.ptr, (unsigned long)h->nrec);
+            goto out;
+        }
+        memset(vals, 0, g * nv * sizeof *vals);
+        for (size_t j = 0; j < 8 * nv; j++) {
+            if (!(map[j / 8] >> (j % 8) & 1))
+                continue;
+            const unsigned char *plane = take(cur, g);
+            if (!plane) {
+                fail(c, "%s region is truncated (%lu records announced)", mod->name.ptr, (unsigned long)h->nrec);
+                goto out;
+            }
+            size_t b = j / nv, k = j % nv;
+            for (size_t r = 0; r < g; r++)
+                vals[r * nv + k] |= (uint64_t)plane[r] << (8 * b);
+        }
+        for (size_t r = 0; r < g; r++) {
+            struct sluice_log_record *rec = &log->records[log->nrecords];
+            size_t k = first + r;
+            const uint64_t *v = vals + r * nv;
+            rec->module = mod;
+            rec->id = v[0]; /* its NAMES index until every plane is read */
+            rec->flags = (uint32_t)v[1];
+            int64_t *ri = iv + k * 2 * ni;
+            double *rf = fv + k * 2 * nf;
+            for (size_t i = 0; i < ni; i++) {
+                uint64_t app = v[2 + i], fs = app + v[2 + ni + i];
+                memcpy(&ri[i], &app, sizeof app);
+                memcpy(&ri[ni + i], &fs, sizeof fs);
+            }
+            for (size_t i = 0; i < nf; i++) {
+                uint64_t app = v[2 + 2 * ni + i], fs = app + v[2 + 2 * ni + nf + i];
+                int64_t a, f;
+                memcpy(&a, &app, sizeof a);
+                memcpy(&f, &fs, sizeof f);
+                rf[i] = (double)a / 1e9;
+                rf[nf + i] = (double)f / 1e9;
+            }
+            rec->app_int = ri;
+            rec->fs_int = ri + ni;
+            rec->app_float = rf;
+            rec->fs_float = rf + nf;
+            log->nrecords++;
+        }
+    }
+    /* Names after the planes, so that a damaged region gives the message
+     * the Python reader gives. */
+    for (size_t k = 0; k < h->nrec; k++) {
+        struct sluice_log_record *rec = &log->records[log->nrecords - h->nrec + k];
+        if (rec->id >= t->nindexed) {
+            fail(c, "%s record %zu has no name", mod->name.ptr, k);
+            goto out;
+        }
+        rec->path = t->indexed[rec->id];
+        rec->id = sluice_log_record_id(mod->id, rec->path.ptr, rec->path.len);
+    }
+    rc = 0;
+out:
+    free(vals);
+    return rc;
+}
+
+static int parse_module(struct ctx *c, const struct region *r, const struct modmap *map, const struct names *t)
+{
+    struct sluice_log *log = c->log;
+    struct module_head h = {0};
     struct cur cur;
 
-    if (module_head(c, r, map, &mod, &nrec, &cur) < 0)
+    if (module_head(c, r, map, &h, &cur) < 0)
         return -1;
-    if (!mod || nrec == 0)
+    const struct sluice_log_module *mod = h.mod;
+    if (!mod || h.nrec == 0)
         return 0;
+    uint32_t nrec = h.nrec;
     size_t ni = mod->ni, nf = mod->nf;
     /* The values take as many bytes as the region holds for them
-     * (module_head checked nrec * (16 + 16 ni + 16 nf) against it). */
+     * (module_head checked nrec * record size against it). */
     int64_t *iv = arena_alloc(log, (size_t)nrec * 2 * ni * sizeof(int64_t));
     double *fv = arena_alloc(log, (size_t)nrec * 2 * nf * sizeof(double));
     if (!iv || !fv)
         return oom(c);
+    if (h.layout == SLUICE_LOG_LAYOUT_COLUMNS && log->proc.version_major >= 3)
+        return parse_columns(c, &h, &cur, iv, fv, t);
     for (uint32_t k = 0; k < nrec; k++) {
         struct sluice_log_record *rec = &log->records[log->nrecords];
         uint64_t flags_zero;
@@ -458,7 +597,7 @@ static int parse_module(struct ctx *c, const struct region *r, const struct modm
         rec->fs_int = ri + ni;
         rec->app_float = rf;
         rec->fs_float = rf + nf;
-        const struct sluice_log_string *path = name_find(names, nnames, rec->id);
+        const struct sluice_log_string *path = name_find(t->byid, t->nbyid, rec->id);
         if (!path)
             return fail(c, "%s record 0x%llx has no name", mod->name.ptr, (unsigned long long)rec->id);
         rec->path = *path;
@@ -580,8 +719,7 @@ static int parse_regions(struct ctx *c, const unsigned char *d, size_t len, unsi
     /* SCHEMA: every one, in table order. */
     struct modmap *map = calloc(1, sizeof *map);
     size_t mcap = 0;
-    struct name *names = NULL;
-    size_t nnames = 0, ncap = 0;
+    struct names names = {0};
     int rc = -1;
     if (!map) {
         oom(c);
@@ -602,23 +740,32 @@ static int parse_regions(struct ctx *c, const unsigned char *d, size_t len, unsi
             continue;
         cur.p = reg[i].body;
         cur.left = reg[i].len;
-        if (parse_names(c, &cur, &names, &nnames, &ncap) < 0)
+        if (parse_names(c, &cur, reg[i].version, &names) < 0)
             goto out;
     }
-    if (nnames > 1)
-        qsort(names, nnames, sizeof *names, name_cmp);
+    if (names.nbyid > 1)
+        qsort(names.byid, names.nbyid, sizeof *names.byid, name_cmp);
 
     /* MODULE: count the records (each size checked), then read them. */
     size_t total = 0;
+    uint64_t sparse = 0; /* bytes the counters of layout-1 records take once read */
     for (i = 0; i < nreg; i++) {
-        const struct sluice_log_module *mod;
-        uint32_t nrec;
+        struct module_head h = {0};
         if (reg[i].type != SLUICE_LOG_R_MODULE)
             continue;
-        if (module_head(c, &reg[i], map, &mod, &nrec, &cur) < 0)
+        if (module_head(c, &reg[i], map, &h, &cur) < 0)
             goto out;
-        if (mod)
-            total += nrec; /* at most file size / 16 in all */
+        if (h.mod)
+            total += h.nrec; /* at most the inflated size in all */
+        if (h.mod && h.layout == SLUICE_LOG_LAYOUT_COLUMNS && major >= 3)
+            sparse += (uint64_t)h.nrec * 16 * ((uint64_t)h.mod->ni + h.mod->nf);
+    }
+    /* Zero planes take no room in the file: a damaged or hostile log could
+     * announce records that need far more memory than it has bytes. */
+    if (sparse > SLUICE_LOG_SPARSE_BASE + (uint64_t)SLUICE_LOG_SPARSE_RATIO * len) {
+        fail(c, "its records would take %llu bytes of memory, more than a log of %zu bytes can hold",
+             (unsigned long long)sparse, len);
+        goto out;
     }
     if (total) {
         if (total > SIZE_MAX / sizeof *log->records || !(log->records = calloc(total, sizeof *log->records))) {
@@ -627,13 +774,14 @@ static int parse_regions(struct ctx *c, const unsigned char *d, size_t len, unsi
         }
     }
     for (i = 0; i < nreg; i++) {
-        if (reg[i].type == SLUICE_LOG_R_MODULE && parse_module(c, &reg[i], map, names, nnames) < 0)
+        if (reg[i].type == SLUICE_LOG_R_MODULE && parse_module(c, &reg[i], map, &names) < 0)
             goto out;
     }
     rc = 0;
 out:
     free(map);
-    free(names);
+    free(names.byid);
+    free(names.indexed);
     return rc;
 }
 

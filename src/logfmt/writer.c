@@ -177,13 +177,6 @@ static void out_u64(struct out *o, uint64_t v)
     out_bytes(o, b, 8);
 }
 
-static void out_f64(struct out *o, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, sizeof v);
-    out_u64(o, v);
-}
-
 static void out_str16(struct out *o, const char *s)
 {
     size_t n = strlen(s);
@@ -263,45 +256,82 @@ static void put_le(unsigned char *p, uint64_t v, int n)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* Copy a record's counters, under its lock when it can be taken at once
- * (from a signal handler the holder may be the interrupted thread). The
- * integer sides go out as they are stored on a little-endian host (one copy
- * each), the times scaled to seconds through a small staging array. */
-#define HOST_LE (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+/* MODULE records go out column by column (layout 1, sluice_logfmt.h): a
+ * group of records is staged here as values, V per record, then written
+ * byte plane by byte plane. Groups, not the whole module, because the
+ * writer may not allocate; 256 records make runs long enough for deflate
+ * (a whole-module transposition would gain another 10 %). */
+#define GROUP_MAX 256
+static uint64_t gvals[64 * 1024];
 
-static void emit_record(struct out *o, struct sluice_record *r, double seconds_per_tick)
+/* Seconds (clock ticks times seconds per tick) as integer nanoseconds,
+ * rounded; out-of-range values (never a real time) are clamped. */
+static int64_t ticks_to_ns(double ticks, double ns_per_tick)
+{
+    double ns = ticks * ns_per_tick;
+    if (!(ns == ns))
+        return 0;
+    if (ns >= 9.2e18)
+        return INT64_MAX;
+    if (ns <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)(ns + (ns >= 0 ? 0.5 : -0.5));
+}
+
+/* One record's V values into v: the name index, flags, app ints, fs ints
+ * minus app, app times in ns, fs minus app in ns. The counters are copied
+ * under the record's lock when it can be taken at once (from a signal
+ * handler the holder may be the interrupted thread). */
+static void stage_record(uint64_t *v, struct sluice_record *r, uint32_t name_index, double ns_per_tick)
 {
     int locked = sluice_record_trylock(r);
+    const int64_t *app = sluice_record_ints(r, 0), *fs = sluice_record_ints(r, 1);
+    const double *fapp = sluice_record_floats(r, 0), *ffs = sluice_record_floats(r, 1);
+    size_t k = 0;
 
-    out_u64(o, r->id);
-    out_u32(o, r->flags);
-    out_u32(o, 0);
-    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
-        const int64_t *ic = sluice_record_ints(r, side);
-        if (HOST_LE) {
-            out_bytes(o, ic, sizeof *ic * (size_t)r->ni);
-        } else {
-            for (int i = 0; i < r->ni; i++)
-                out_u64(o, (uint64_t)ic[i]);
-        }
-    }
-    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
-        const double *fc = sluice_record_floats(r, side);
-        double sec[64];
-        for (int i0 = 0; i0 < r->nf; i0 += 64) {
-            int k = r->nf - i0 < 64 ? r->nf - i0 : 64;
-            for (int i = 0; i < k; i++)
-                sec[i] = fc[i0 + i] * seconds_per_tick;   /* every float counter is a time */
-            if (HOST_LE) {
-                out_bytes(o, sec, sizeof *sec * (size_t)k);
-            } else {
-                for (int i = 0; i < k; i++)
-                    out_f64(o, sec[i]);
-            }
-        }
-    }
+    v[k++] = name_index;
+    v[k++] = r->flags;
+    for (int i = 0; i < r->ni; i++)
+        v[k++] = (uint64_t)app[i];
+    for (int i = 0; i < r->ni; i++)
+        v[k++] = (uint64_t)fs[i] - (uint64_t)app[i];
+    for (int i = 0; i < r->nf; i++)
+        v[k++] = (uint64_t)ticks_to_ns(fapp[i], ns_per_tick);
+    for (int i = 0; i < r->nf; i++)
+        v[k++] = (uint64_t)ticks_to_ns(ffs[i], ns_per_tick) - (uint64_t)ticks_to_ns(fapp[i], ns_per_tick);
     if (locked)
         sluice_record_unlock(r);
+}
+
+/* A staged group of g records of V values: the bitmap of the byte planes
+ * that are not all zero, then those planes. Most planes of a group are
+ * zero (counters never touched, the fs side equal to the app side, the
+ * high bytes of small values): they cost a bit each, and neither deflate
+ * nor the reader's inflate ever sees them. */
+static unsigned char gmap[(8 * sizeof gvals / sizeof gvals[0] + 7) / 8];
+
+static void emit_group(struct out *o, size_t g, size_t nv)
+{
+    unsigned char plane[GROUP_MAX];
+    size_t nbits = 8 * nv;
+
+    memset(gmap, 0, (nbits + 7) / 8);
+    for (size_t r = 0; r < g; r++)
+        for (size_t k = 0; k < nv; k++) {
+            uint64_t v = gvals[r * nv + k];
+            for (int b = 0; v; b++, v >>= 8)
+                if (v & 0xff)
+                    gmap[(b * nv + k) / 8] |= (unsigned char)(1u << ((b * nv + k) % 8));
+        }
+    out_bytes(o, gmap, (nbits + 7) / 8);
+    for (size_t j = 0; j < nbits; j++) {
+        if (!(gmap[j / 8] >> (j % 8) & 1))
+            continue;
+        size_t b = j / nv, k = j % nv;
+        for (size_t r = 0; r < g; r++)
+            plane[r] = (unsigned char)(gvals[r * nv + k] >> (8 * b));
+        out_bytes(o, plane, g);
+    }
 }
 
 static void sanitize(char *dst, size_t len, const char *src)
@@ -346,7 +376,20 @@ struct source {
     uint32_t gen;       /* the records to write carry this log_gen */
     double spt;         /* seconds per clock tick */
     unsigned module;    /* C_MODULE: which */
+    uint32_t nrec[SLUICE_MOD_END]; /* records to write per module */
 };
+
+/* Values per record in a MODULE region of layout 1, and records per group. */
+static size_t module_values(const struct sluice_module_info *mi)
+{
+    return 2 + 2 * (size_t)mi->ni + 2 * (size_t)mi->nf;
+}
+
+static size_t module_group(const struct sluice_module_info *mi)
+{
+    size_t g = sizeof gvals / sizeof gvals[0] / module_values(mi);
+    return g > GROUP_MAX ? GROUP_MAX : g;
+}
 
 /* The bytes of one region (without its compression). */
 static void emit(struct out *o, enum content what, const struct source *src)
@@ -378,13 +421,14 @@ static void emit(struct out *o, enum content what, const struct source *src)
         break;
     }
     case C_SCHEMA: {
+        /* only the modules that have records: most logs need one or two */
         uint32_t nmod = 0;
         for (unsigned m = 0; m < SLUICE_MOD_END; m++)
-            nmod += sluice_module(m) != NULL;
+            nmod += sluice_module(m) != NULL && src->nrec[m] > 0;
         out_u32(o, nmod);
         for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
             const struct sluice_module_info *mi = sluice_module(m);
-            if (!mi)
+            if (!mi || src->nrec[m] == 0)
                 continue;
             out_u16(o, mi->id);
             out_u16(o, mi->version);
@@ -407,31 +451,43 @@ static void emit(struct out *o, enum content what, const struct source *src)
             if (rec->log_gen != src->gen)
                 continue;
             uint32_t n = (uint32_t)strlen(rec->path);
-            out_u64(o, rec->id);
-            out_u32(o, n);
+            out_u32(o, n); /* version 2: no id, records refer to their index */
             out_bytes(o, rec->path, n);
         }
         break;
     }
     case C_MODULE: {
-        uint32_t nrec = 0;
-        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
-            nrec += rec->module == src->module && rec->log_gen == src->gen;
+        const struct sluice_module_info *mi = sluice_module(src->module);
+        size_t nv = module_values(mi), group = module_group(mi), g = 0;
+        uint32_t index = 0; /* the record's entry in NAMES, written in the same order */
         out_u16(o, (uint16_t)src->module);
-        out_u16(o, 0);
-        out_u32(o, nrec);
-        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
-            if (rec->module == src->module && rec->log_gen == src->gen)
-                emit_record(o, rec, src->spt);
+        out_u16(o, SLUICE_LOG_LAYOUT_COLUMNS);
+        out_u32(o, src->nrec[src->module]);
+        out_u32(o, (uint32_t)group);
+        for (struct sluice_record *rec = src->head; rec; rec = rec->next) {
+            if (rec->log_gen != src->gen)
+                continue;
+            if (rec->module == src->module) {
+                stage_record(gvals + g * nv, rec, index, src->spt * 1e9);
+                if (++g == group) {
+                    emit_group(o, g, nv);
+                    g = 0;
+                }
+            }
+            index++;
+        }
+        if (g)
+            emit_group(o, g, nv);
         break;
     }
     }
 }
 
-/* The bytes emit() gives for `what`: counted from the records for the
- * large regions (the records to write are fixed, their sizes do not
- * change), by a dry run of emit() for the small ones. */
-static uint64_t region_size(enum content what, const struct source *src)
+/* At most the bytes emit() gives for `what` (exactly, but for MODULE
+ * regions, whose zero planes are left out): counted from the records for
+ * the large regions, by a dry run of emit() for the small ones. Decides
+ * whether a region can be compressed (readers take under 4 GiB). */
+static uint64_t region_bound(enum content what, const struct source *src)
 {
     uint64_t n;
 
@@ -440,14 +496,13 @@ static uint64_t region_size(enum content what, const struct source *src)
         n = 4;
         for (struct sluice_record *rec = src->head; rec; rec = rec->next)
             if (rec->log_gen == src->gen)
-                n += 12 + strlen(rec->path);
+                n += 4 + strlen(rec->path);
         return n;
-    case C_MODULE:
-        n = 8;
-        for (struct sluice_record *rec = src->head; rec; rec = rec->next)
-            if (rec->module == src->module && rec->log_gen == src->gen)
-                n += 16 + 16 * (uint64_t)rec->ni + 16 * (uint64_t)rec->nf;
-        return n;
+    case C_MODULE: {
+        const struct sluice_module_info *mi = sluice_module(src->module);
+        uint64_t nrec = src->nrec[src->module], group = module_group(mi), nv = module_values(mi);
+        return 12 + (nrec + group - 1) / group * ((8 * nv + 7) / 8) + 8 * nrec * nv;
+    }
     default: {
         struct out dry = {.counting = 1};
         emit(&dry, what, src);
@@ -456,21 +511,35 @@ static uint64_t region_size(enum content what, const struct source *src)
     }
 }
 
+/* Replace n bytes at file offset `off`, which were written already: in
+ * the file, or still in wbuf, or partly each. */
+static void out_patch(struct out *o, uint64_t off, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t at = off + i;
+        if (at >= o->off) {
+            wbuf[at - o->off] = p[i];
+        } else if (!o->err && SLUICE_REAL(pwrite)(o->fd, p + i, 1, (off_t)at) != 1) {
+            o->err = errno ? -errno : -EIO;
+        }
+    }
+}
+
 /* One region, deflated when `compress` and zlib gets its memory, else
- * plain. Its inflated size goes before the stream. */
+ * plain. A compressed region's inflated length goes before its stream but
+ * is known only after it (a MODULE region's size depends on its values,
+ * which other threads may still change): it is patched in, and the
+ * region's CRC combined from the head's and the stream's. */
 static void put_region(struct out *o, struct region *r, uint32_t type, uint32_t version, int compress,
                        enum content what, const struct source *src)
 {
-    struct out dry = {.counting = 1};
-
     if (compress) {
-        dry.counted = region_size(what, src);
         zmem_used = 0;
         memset(&zs, 0, sizeof zs);
         zs.zalloc = zmem_alloc;
         zs.zfree = zmem_free;
         /* readers take a stream and its inflated size under 4 GiB */
-        compress = dry.counted < UINT32_MAX - 1 &&
+        compress = region_bound(what, src) < UINT32_MAX - 1 &&
                    deflateInit2(&zs, SLUICE_LOG_ZLEVEL, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
     }
     if (!compress) {
@@ -479,46 +548,63 @@ static void put_region(struct out *o, struct region *r, uint32_t type, uint32_t 
         region_end(o, r);
         return;
     }
+    unsigned char head[SLUICE_LOG_DEFLATE_HEAD] = {0};
+    put_le(head, type, 4);
     region_begin(o, r, SLUICE_LOG_R_DEFLATE, version);
-    out_u32(o, type);
-    out_u32(o, 0);
-    out_u64(o, dry.counted);
+    out_bytes(o, head, sizeof head);
+    out_crc_catch_up(o);
+    o->crc = 0; /* from here, the stream's CRC alone */
     o->z = &zs;
     o->counted = 0;
     zin_used = 0;
     emit(o, what, src);
     z_pump(o, Z_FINISH);
-    if (o->counted != dry.counted && !o->err)
-        o->err = -EIO; /* not reached: the two runs write the same records */
     deflateEnd(&zs);
     o->z = NULL;
     region_end(o, r);
+    put_le(head + 8, o->counted, 8);
+    out_patch(o, r->offset, head, sizeof head);
+    r->crc = (uint32_t)crc32_combine(sluice_crc32(0, head, sizeof head), r->crc,
+                                     (z_off_t)(r->length - sizeof head));
 }
 
-static void write_regions(struct out *o, struct region *reg, int *nreg, unsigned end_reason)
+/* Fix the records to write: every active one. Records can become active,
+ * or be created, while we write (other threads; a SIGTERM): the set is
+ * fixed once, here, by marking it, and only marked records are written in
+ * NAMES and MODULE regions, so the two always agree (a path shared by two
+ * modules is listed once per module's record). Returns how many regions
+ * the log will have: PROCESS, SCHEMA, NAMES and a MODULE per module with
+ * records. */
+static int mark_records(struct source *src)
 {
-    /* The records to write: every active one. Records can become active, or
-     * be created, while we write (other threads; a SIGTERM): the set is
-     * fixed once, here, by marking it, and only marked records are written
-     * in NAMES and MODULE regions, so the two always agree (a path shared
-     * by two modules is listed under each module's record id). */
     static uint32_t write_gen;
-    struct source src = {end_reason, sluice_records_first(), ++write_gen, sluice_clock_seconds_per_tick(), 0};
-    for (struct sluice_record *rec = src.head; rec; rec = rec->next)
-        if (record_active(rec))
-            rec->log_gen = src.gen;
+    int nreg = 3;
+
+    src->head = sluice_records_first();
+    src->gen = ++write_gen;
+    for (struct sluice_record *rec = src->head; rec; rec = rec->next)
+        if (rec->module < SLUICE_MOD_END && sluice_module(rec->module) && record_active(rec)) {
+            rec->log_gen = src->gen;
+            src->nrec[rec->module]++;
+        }
+    for (unsigned m = 0; m < SLUICE_MOD_END; m++)
+        nreg += src->nrec[m] > 0;
+    return nreg;
+}
+
+static void write_regions(struct out *o, struct region *reg, int *nreg, struct source *src)
+{
     int z = sluice_cfg.log_compress;
 
     /* PROCESS stays plain: who ran is readable with `strings`. */
-    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_PROCESS, 1, 0, C_PROCESS, &src);
-    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_SCHEMA, 1, z, C_SCHEMA, &src);
-    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_NAMES, 1, z, C_NAMES, &src);
+    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_PROCESS, 1, 0, C_PROCESS, src);
+    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_SCHEMA, 1, z, C_SCHEMA, src);
+    put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_NAMES, SLUICE_LOG_NAMES_INDEXED, z, C_NAMES, src);
     for (unsigned m = 0; m < SLUICE_MOD_END; m++) {
-        const struct sluice_module_info *mi = sluice_module(m);
-        if (!mi)
+        if (src->nrec[m] == 0)
             continue;
-        src.module = m;
-        put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_MODULE, mi->version, z, C_MODULE, &src);
+        src->module = m;
+        put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_MODULE, sluice_module(m)->version, z, C_MODULE, src);
     }
 }
 
@@ -566,14 +652,15 @@ int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
     }
 
     /* Header and region table are written last, at offset 0. */
+    struct source src = {.end_reason = end_reason, .spt = sluice_clock_seconds_per_tick()};
     const uint32_t table_off = SLUICE_LOG_HEADER_SIZE;
-    const uint32_t nregions = 3 + (SLUICE_MOD_END - 1);
+    const uint32_t nregions = (uint32_t)mark_records(&src);
     o.off = table_off + (uint64_t)nregions * SLUICE_LOG_REGION_ENTRY_SIZE;
     if (SLUICE_REAL(lseek)(o.fd, (off_t)o.off, SEEK_SET) < 0) {
         rc = -errno;
         goto fail_close;
     }
-    write_regions(&o, reg, &nreg, end_reason);
+    write_regions(&o, reg, &nreg, &src);
     out_flush(&o);
     if (o.err) {
         rc = o.err;

@@ -95,7 +95,8 @@ def main() -> None:
     out["gen-rebuilt"] = build(regions, flags=hdr["flags"])
     out["gen-minor9"] = build(regions, minor=9)
     out["gen-major2"] = build(regions, major=2)       # 2.0 with plain regions: read
-    out["gen-major3"] = build(regions, major=3)
+    out["gen-major3"] = build(regions, major=3)       # 3.0 with rows and names by id: read
+    out["gen-major4"] = build(regions, major=4)
     out["gen-table-far"] = build(regions, table_off=200)
     out["gen-unknown-region"] = build(regions + [(99, 1, b"future data")])
     # A module region of an id the schema does not describe.
@@ -156,6 +157,28 @@ def main() -> None:
         "empty": deflated(3, nb, stream=b""),
     }.items():
         out[f"gen-z-{what}"] = build(proc + schema + [(5, 1, region)] + mods, major=2)
+    # Format 3.0: records in columns (layout 1), names without ids.
+    hdr3, regions3 = split((VECTORS / "columns_buffer.sluice").read_bytes())
+    proc3, schema3, names3, mods3 = ([r for r in regions3 if r[0] == t] for t in (1, 2, 3, 4))
+    cb = mods3[0][2]
+    nb3 = names3[0][2]
+    for what, region in {
+        "group0": cb[:8] + struct.pack("<I", 0) + cb[12:],
+        "group1": cb[:8] + struct.pack("<I", 1) + cb[12:],
+        "group2": cb[:8] + struct.pack("<I", 2) + cb[12:],
+        "group-huge": cb[:8] + struct.pack("<I", 0xFFFFFFFF) + cb[12:],
+        "layout2": cb[:2] + struct.pack("<H", 2) + cb[4:],
+        "layout0": cb[:2] + struct.pack("<H", 0) + cb[4:],
+        "nrecords-huge": cb[:4] + struct.pack("<I", 0xFFFFFFFF) + cb[8:],
+        "no-group": cb[:8],
+    }.items():
+        out[f"gen-v3-{what}"] = build(proc3 + schema3 + names3 + [(4, 1, region)], major=3)
+    out["gen-v3-names-huge"] = build(proc3 + schema3 + [(3, 2, struct.pack("<I", 0xFFFFFFFF) + nb3[4:])] + mods3,
+                                     major=3)
+    out["gen-v3-names-v1"] = build(proc3 + schema3 + [(3, 1, nb3)] + mods3, major=3)
+    out["gen-v3-names-twice"] = build(proc3 + schema3 + names3 + names3 + mods3, major=3)
+    out["gen-v3-as-2"] = build(regions3, major=2)
+    out["gen-v3-z-all"] = build([(5, v, deflated(t, b)) for t, v, b in regions3], major=3)
     for name, data in out.items():
         (OUT / name).write_bytes(data)
     print(f"{len(out)} files in {OUT}")

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Regenerate the golden logs of this folder (only when the format changes).
+"""Regenerate golden logs of this folder (only when the format changes).
 
-    python3 tests/vectors/make_vectors.py [NATIVE_DIR]
+    python3 tests/vectors/make_vectors.py [NATIVE_DIR] [NAME...]
+
+With NAMEs, only those vectors are written: the format 1.0 vectors
+(posix_stdio, fork_parent, partial) stay as format 1.0 wrote them, so that
+readers keep reading old logs; columns_buffer is a 3.0 log.
 
 NATIVE_DIR holds libsluice.so (default: $SLUICE_NATIVE_DIR, else
 build/dev/native). Each vector is the log of one small Python program run
@@ -71,6 +75,21 @@ for i in range(4):
     os.close(fd)
 '''
 
+# Buffer mode, stored plain (SLUICE_LOG_COMPRESS=0) so that the column
+# layout's bytes are in the file as they are: 200 writes of 10 bytes reach
+# the file system as one, and 3 files make a POSIX region of 3 records.
+COLUMNS_BUFFER = r'''
+import os, sys
+d = sys.argv[1]
+fd = os.open(d + "/small.dat", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+for _ in range(200):
+    os.write(fd, b"z" * 10)
+os.close(fd)
+for name in ("a.dat", "b.dat"):
+    with open(f"{d}/{name}", "wb", buffering=0) as f:
+        f.write(b"w" * 4096)
+'''
+
 
 def run(native: Path, tmp: Path, code: str, extra: dict[str, str]) -> list[Path]:
     tmp = Path(tempfile.mkdtemp(dir=tmp))
@@ -85,17 +104,25 @@ def run(native: Path, tmp: Path, code: str, extra: dict[str, str]) -> list[Path]
 def main() -> None:
     from sluice.logfmt import read_log
 
-    native = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SLUICE_NATIVE_DIR", REPO / "build/dev/native"))
+    args = sys.argv[1:]
+    native = Path(args.pop(0) if args and "/" in args[0] else os.environ.get("SLUICE_NATIVE_DIR", REPO / "build/dev/native"))
+    want = set(args) or {"posix_stdio", "fork_parent", "partial", "columns_buffer"}
     with tempfile.TemporaryDirectory(prefix="sluice-vec-") as t:
         tmp = Path(t)
-        (log,) = run(native, tmp, POSIX_STDIO, {})
-        shutil.copy(log, HERE / "posix_stdio.sluice")
-        # Two logs: the parent's is the one whose pid is the other's ppid.
-        logs = [read_log(p) for p in run(native, tmp, FORK, {})]
-        (parent,) = [a for a in logs if any(b.ppid == a.pid for b in logs)]
-        shutil.copy(parent.path, HERE / "fork_parent.sluice")
-        (log,) = run(native, tmp, PARTIAL, {"SLUICE_MAX_RECORDS": "2"})
-        shutil.copy(log, HERE / "partial.sluice")
+        if "posix_stdio" in want:
+            (log,) = run(native, tmp, POSIX_STDIO, {})
+            shutil.copy(log, HERE / "posix_stdio.sluice")
+        if "fork_parent" in want:
+            # Two logs: the parent's is the one whose pid is the other's ppid.
+            logs = [read_log(p) for p in run(native, tmp, FORK, {})]
+            (parent,) = [a for a in logs if any(b.ppid == a.pid for b in logs)]
+            shutil.copy(parent.path, HERE / "fork_parent.sluice")
+        if "partial" in want:
+            (log,) = run(native, tmp, PARTIAL, {"SLUICE_MAX_RECORDS": "2"})
+            shutil.copy(log, HERE / "partial.sluice")
+        if "columns_buffer" in want:
+            (log,) = run(native, tmp, COLUMNS_BUFFER, {"SLUICE_MODE": "buffer", "SLUICE_LOG_COMPRESS": "0"})
+            shutil.copy(log, HERE / "columns_buffer.sluice")
 
 
 if __name__ == "__main__":
