@@ -422,7 +422,7 @@ def _columns(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarra
     nv = 2 + 2 * ni + 2 * nf
     (group,) = struct.unpack_from("<I", body, 8)
     raw = np.frombuffer(body, dtype=np.uint8)
-    planes = np.zeros((nrec, 8 * nv), dtype=np.uint8)   # [record, plane b*V + k]
+    vals = np.zeros((nrec, nv), dtype=np.uint64)
     pos = 12
     for first in range(0, nrec, group):
         g = min(group, nrec - first)
@@ -433,10 +433,14 @@ def _columns(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarra
         end = pos + len(stored) * g
         if end > len(raw):
             raise LogFormatError(f"{mod.name} region is truncated ({nrec} records announced)")
-        planes[first : first + g, stored] = raw[pos:end].reshape(len(stored), g).T
+        planes = raw[pos:end].reshape(len(stored), g)
         pos = end
-    # [record, b, k] -> [record, k, b]: the bytes of each value, least significant first
-    vals = np.ascontiguousarray(planes.reshape(nrec, 8, nv).transpose(0, 2, 1)).view("<u8").reshape(nrec, nv)
+        # byte b of value k is plane b*V + k: a few or'ed column blocks per byte
+        b_of, k_of = np.divmod(stored, nv)
+        block = vals[first : first + g]
+        for b in np.unique(b_of).tolist():
+            sel = b_of == b
+            block[:, k_of[sel]] |= planes[sel].T.astype(np.uint64) << np.uint64(8 * b)
     ints = np.empty((nrec, 2, ni), dtype=np.int64)
     app = vals[:, 2 : 2 + ni]
     ints[:, 0, :] = app.view(np.int64)

@@ -679,20 +679,46 @@ def _counter_texts(rows: list[Counters]) -> list[str]:
     return out
 
 
+def _equal_sides(part: list) -> list[bool]:
+    """Whether each file's fs counters are its app counters (the same row
+    values of one table, as in profile mode): their text is written once."""
+    same = [f.fs is f.app for f in part]
+    groups: dict[int, list[int]] = {}
+    for i, f in enumerate(part):
+        a, b = f.app, f.fs
+        if not same[i] and isinstance(a, Counters) and isinstance(b, Counters) and a._table is b._table \
+                and a._keys is b._keys:
+            groups.setdefault(id(a._table), []).append(i)
+    for members in groups.values():
+        t = part[members[0]].app._table
+        a = np.array([part[i].app._row for i in members], dtype=np.intp)
+        b = np.array([part[i].fs._row for i in members], dtype=np.intp)
+        eq = (t.ints[a] == t.ints[b]).all(axis=1) & (t.floats[a].view(np.int64) == t.floats[b].view(np.int64)).all(axis=1)
+        for i, e in zip(members, eq.tolist()):
+            same[i] = e
+    return same
+
+
 def write_files_json(files: list, out: TextIO, chunk: int = 256) -> None:
     """The entries of Job.to_json()["files"], as json.dumps(indent=1) writes
     them inside the job's object, separated by ",\n", a chunk at a time."""
     for start in range(0, len(files), chunk):
         part = files[start: start + chunk]
         texts: dict[str, list[str]] = {}
+        same = _equal_sides(part)
         for side in ("app", "fs"):
-            rows = [getattr(f, side) for f in part]
-            if side == "fs" and all(f.fs is f.app for f in part):
-                texts["fs"] = texts["app"]
-            elif all(isinstance(c, Counters) for c in rows):
-                texts[side] = _counter_texts(rows)
+            todo = [i for i in range(len(part)) if side == "app" or not same[i]]
+            rows = [getattr(part[i], side) for i in todo]
+            if all(isinstance(c, Counters) for c in rows):
+                done = _counter_texts(rows)
             else:
-                texts[side] = [json.dumps(dict(c), indent=1).replace("\n", "\n   ") for c in rows]
+                done = [json.dumps(dict(c), indent=1).replace("\n", "\n   ") for c in rows]
+            if side == "app":
+                texts["app"] = done
+            else:
+                texts["fs"] = list(texts["app"])
+                for i, text in zip(todo, done):
+                    texts["fs"][i] = text
         if start:
             out.write(",\n")
         out.write(",\n".join(f'  {{\n   "path": {json.dumps(f.path)},\n   "processes": {len(f.processes)},\n'
