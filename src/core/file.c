@@ -211,6 +211,7 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
     f->fd = fd;
     atomic_fetch_add(&rec->open_files, 1);
     sluice_count_open(rec, f->sides, t0, t1);
+    sluice_layout_observe(rec, fd);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
     sluice_file_put(f);

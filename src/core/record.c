@@ -114,7 +114,8 @@ int sluice_records_init(int64_t max_records)
     return 0;
 }
 
-/* The alignments a POSIX record compares against (kept across a reset). */
+/* A POSIX record's properties of the file, kept across a reset: the
+ * alignments it compares against, the layout (when read). */
 static void record_set_alignment(struct sluice_record *r)
 {
     if (r->module != SLUICE_MOD_POSIX)
@@ -122,7 +123,19 @@ static void record_set_alignment(struct sluice_record *r)
     for (int s = 0; s < SLUICE_NUM_SIDES; s++) {
         r->ic[s * r->ni + POSIX_MEM_ALIGNMENT] = SLUICE_MEM_ALIGNMENT;
         r->ic[s * r->ni + POSIX_FILE_ALIGNMENT] = r->file_align;
+        r->ic[s * r->ni + POSIX_STRIPE_SIZE] = r->layout[0];
+        r->ic[s * r->ni + POSIX_STRIPE_COUNT] = r->layout[1];
+        r->ic[s * r->ni + POSIX_OBJECT_SIZE] = r->layout[2];
+        r->ic[s * r->ni + POSIX_LAYOUT_COMPONENTS] = r->layout[3];
     }
+}
+
+void sluice_record_set_layout(struct sluice_record *r, const int64_t layout[4])
+{
+    sluice_record_lock(r);
+    memcpy(r->layout, layout, sizeof r->layout);
+    record_set_alignment(r);
+    sluice_record_unlock(r);
 }
 
 static void record_reset(struct sluice_record *r)
@@ -170,6 +183,7 @@ static struct sluice_record *record_new(const struct sluice_module_info *m, cons
     r->flags = flags;
     atomic_init(&r->lock, 0);
     atomic_init(&r->open_files, 0);
+    atomic_init(&r->layout_seen, m->id != SLUICE_MOD_POSIX);
     r->fs_mirror = 1;
     r->cv = ncv ? (struct sluice_cvals *)(mem + sizeof *r) : NULL;
     r->ic = (int64_t *)(mem + sizeof *r + sizeof(struct sluice_cvals) * ncv);

@@ -62,6 +62,9 @@ struct sluice_record {
     const char *path;                /* absolute, normalised */
     int mount;                       /* index in the mount table (core/mounts.h); -1: unknown */
     int64_t file_align;              /* the mount's block size: POSIX_FILE_ALIGNMENT; 0: unknown */
+    int64_t layout[4];               /* POSIX_STRIPE_SIZE, _STRIPE_COUNT, POSIX_OBJECT_SIZE,
+                                        POSIX_LAYOUT_COMPONENTS as read (src/layout); 0: not read */
+    atomic_int layout_seen;          /* 1: the layout was read, or will not be */
     struct sluice_cvals *cv;         /* cv[side * SLUICE_CV_KINDS + kind]; NULL: the module keeps none */
     atomic_int open_files;           /* open descriptions of this path in this process, opened through
                                         the tier stacks (stage mode does not stage a truncating
@@ -86,6 +89,11 @@ int sluice_records_init(int64_t max_records);
 /* The record of (module, absolute normalised path), created on first use.
  * NULL only when the library is out of memory (then nothing is recorded). */
 struct sluice_record *sluice_record_get(unsigned module, const char *path);
+
+/* The file's layout as read (src/layout), kept in the POSIX record's
+ * POSIX_STRIPE_SIZE, POSIX_STRIPE_COUNT, POSIX_OBJECT_SIZE and
+ * POSIX_LAYOUT_COMPONENTS on both sides, across a reset. */
+void sluice_record_set_layout(struct sluice_record *r, const int64_t layout[4]);
 
 /* The record's lock: held for a few dozen instructions at a time, so a
  * spin lock (yielding if the holder was preempted) costs less than a mutex

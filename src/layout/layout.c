@@ -43,16 +43,13 @@ static void spec_load(void)
     }
 }
 
-/* The table for the file system `abs` lies on, or NULL; *root: the mount
- * point, for the directory test. */
-static const struct sluice_layout_ops *ops_for(const char *abs, const char **root)
+/* The table for the file system of mount m (core/mounts.h), or NULL. */
+static const struct sluice_layout_ops *ops_of_mount(int m)
 {
-    int m = sluice_mount_of(abs);
     const char *type = m >= 0 ? sluice_mount_type(m) : NULL;
 
     if (!type)
         return NULL;
-    *root = sluice_mount_point(m);
     if (strcmp(type, "ceph") == 0 || strcmp(type, "fuse.ceph-fuse") == 0 || strcmp(type, "fuse.ceph") == 0)
         return &sluice_layout_ceph_ops;
     if (strcmp(type, "lustre") == 0)
@@ -60,11 +57,40 @@ static const struct sluice_layout_ops *ops_for(const char *abs, const char **roo
     return NULL;
 }
 
+/* The table for the file system `abs` lies on, or NULL; *root: the mount
+ * point, for the directory test. */
+static const struct sluice_layout_ops *ops_for(const char *abs, const char **root)
+{
+    int m = sluice_mount_of(abs);
+    const struct sluice_layout_ops *ops = ops_of_mount(m);
+
+    if (ops)
+        *root = sluice_mount_point(m);
+    return ops;
+}
+
 static int wanted(int mode)
 {
     pthread_once(&spec_once, spec_load);
     return spec.want == SLUICE_LAYOUT_AUTO || spec.want == SLUICE_LAYOUT_FIXED ||
            (spec.want == SLUICE_LAYOUT_DEFAULT && mode == SLUICE_MODE_AUTO);
+}
+
+void sluice_layout_observe(struct sluice_record *rec, int fd)
+{
+    if (!rec || atomic_load_explicit(&rec->layout_seen, memory_order_relaxed) ||
+        atomic_exchange(&rec->layout_seen, 1))
+        return;
+    const struct sluice_layout_ops *ops = ops_of_mount(rec->mount);
+    if (!ops || !ops->read)
+        return;
+    int saved = errno;
+    struct sluice_layout_seen l;
+    if (ops->read(fd, &l) == 0) {
+        int64_t v[4] = {l.stripe_size, l.stripe_count, l.object_size, l.components};
+        sluice_record_set_layout(rec, v);
+    }
+    errno = saved;
 }
 
 int sluice_layout_active(void)

@@ -25,6 +25,12 @@ struct sluice_layout {
     int64_t object_size;    /* CephFS only; 0: derived from stripe_size */
 };
 
+/* A file's layout as the file system gives it (POSIX_STRIPE_SIZE,
+ * POSIX_STRIPE_COUNT, POSIX_OBJECT_SIZE, POSIX_LAYOUT_COMPONENTS). */
+struct sluice_layout_seen {
+    int64_t stripe_size, stripe_count, object_size, components;
+};
+
 /* What SLUICE_LAYOUT asks for. */
 enum sluice_layout_want {
     SLUICE_LAYOUT_DEFAULT,  /* "": by class, in --mode auto only */
@@ -54,6 +60,8 @@ struct sluice_layout_ops {
     int (*set)(int fd, const struct sluice_layout *l);
     /* 1: a file given `want` would have `have` (NULL: never known) */
     int (*same)(const struct sluice_layout *want, const struct sluice_layout *have);
+    /* the layout of the file open at fd: 0 or -errno */
+    int (*read)(int fd, struct sluice_layout_seen *out);
 };
 
 extern const struct sluice_layout_ops sluice_layout_ceph_ops;
@@ -82,6 +90,18 @@ int sluice_layout_ceph_json(const char *json, struct sluice_layout *l);
 
 /* 1 when CephFS would store `want` as `have` (a known layout), else 0. */
 int sluice_layout_ceph_same(const struct sluice_layout *want, const struct sluice_layout *have);
+
+/* ceph.file.layout's value ("stripe_unit=S stripe_count=N object_size=O
+ * pool=P", any order, more keys allowed): 0, or -1 when one of the three
+ * numbers is missing. */
+int sluice_layout_ceph_parse(const char *text, struct sluice_layout_seen *out);
+
+/* lustre.lov's value as a Lustre client gives it: lov_mds_md v1 or v3, or a
+ * composite layout (lov_comp_md_v1) whose first component is one of those.
+ * 0, or -1 when the bytes are none of these (or cut short). */
+int sluice_layout_lustre_parse(const unsigned char *v, size_t n, struct sluice_layout_seen *out);
+#define SLUICE_LOV_MAGIC_V3 0x0BD30BD0u
+#define SLUICE_LOV_MAGIC_COMP_V1 0x0BD60BD0u
 
 /* Lustre's lov_user_md v1 (lustre_user.h; 32 bytes, little-endian) for
  * the lustre.lov attribute; its length, or -1 when it does not fit. */
@@ -118,6 +138,12 @@ void sluice_layout_undo(int dirfd, const char *path, int created);
  * already stands at final_path keeps its layout then: none is set). */
 int sluice_layout_publish_create(const char *path, const char *final_path, int flags, mode_t mode,
                                  struct sluice_record *rec, int *created);
+
+/* After an open of rec's file reached the file system as fd: on CephFS or
+ * Lustre, the file's layout into rec (POSIX_STRIPE_SIZE, ...), read once
+ * per record (one fgetxattr on the open file; the layout came with the
+ * open). errno is preserved. */
+void sluice_layout_observe(struct sluice_record *rec, int fd);
 
 /* MPI_File_open of a communicator of nprocs ranks with aggregation unit
  * `unit`: the files created inside are shared ones (thread-local). */

@@ -50,6 +50,17 @@ static int ceph_set(int fd, const struct sluice_layout *l)
     return SLUICE_REAL(fsetxattr)(fd, "ceph.file.layout", v, (size_t)n, 0) == 0 ? 0 : -errno;
 }
 
+static int ceph_read(int fd, struct sluice_layout_seen *out)
+{
+    char v[512];
+    ssize_t n = SLUICE_REAL(fgetxattr)(fd, "ceph.file.layout", v, sizeof v - 1);
+
+    if (n < 0)
+        return -errno;
+    v[n] = '\0';
+    return sluice_layout_ceph_parse(v, out) == 0 ? 0 : -EINVAL;
+}
+
 const struct sluice_layout_ops sluice_layout_ceph_ops = {
     .size = sizeof(struct sluice_layout_ops),
     .name = "ceph",
@@ -57,4 +68,5 @@ const struct sluice_layout_ops sluice_layout_ceph_ops = {
     .dir_layout = ceph_dir_layout,
     .set = ceph_set,
     .same = sluice_layout_ceph_same,
+    .read = ceph_read,
 };

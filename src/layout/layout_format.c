@@ -167,6 +167,77 @@ int sluice_layout_ceph_json(const char *json, struct sluice_layout *l)
     return -1;
 }
 
+int sluice_layout_ceph_parse(const char *text, struct sluice_layout_seen *out)
+{
+    static const char *const keys[3] = {"stripe_unit=", "stripe_count=", "object_size="};
+    int64_t *vals[3] = {&out->stripe_size, &out->stripe_count, &out->object_size};
+
+    *out = (struct sluice_layout_seen){.components = 1};
+    for (int k = 0; k < 3; k++) {
+        const char *p = text;
+        size_t n = strlen(keys[k]);
+        /* the key at the start or after a space (not "xstripe_unit=") */
+        while ((p = strstr(p, keys[k])) != NULL && p != text && p[-1] != ' ')
+            p += n;
+        if (!p)
+            return -1;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p + n, &end, 10);
+        if (end == p + n || errno || v < 0 || (*end && *end != ' ' && *end != '\n'))
+            return -1;
+        *vals[k] = v;
+    }
+    return 0;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* lov_mds_md v1/v3: magic, pattern, ost_id (16 bytes), u32 stripe size at
+ * 24, u16 stripe count at 28 (0xFFFF: all OSTs); v3 adds a pool name. */
+static int lustre_plain(const unsigned char *v, size_t n, struct sluice_layout_seen *out)
+{
+    uint32_t magic;
+
+    if (n < SLUICE_LOV_V1_SIZE)
+        return -1;
+    magic = get32(v);
+    if (magic != SLUICE_LOV_USER_MAGIC_V1 && magic != SLUICE_LOV_MAGIC_V3)
+        return -1;
+    out->stripe_size = get32(v + 24);
+    out->stripe_count = get16(v + 28) == 0xFFFF ? -1 : get16(v + 28);
+    return 0;
+}
+
+/* lov_comp_md_v1: u32 magic, u32 size, u32 layout gen, u16 flags, u16
+ * entry count, ... (32 bytes), then 48-byte entries whose u32 at 24 is the
+ * offset of the component's lov_mds_md from the start, u32 at 28 its size. */
+int sluice_layout_lustre_parse(const unsigned char *v, size_t n, struct sluice_layout_seen *out)
+{
+    *out = (struct sluice_layout_seen){.components = 1};
+    if (n >= 4 && get32(v) == SLUICE_LOV_MAGIC_COMP_V1) {
+        if (n < 32)
+            return -1;
+        uint16_t count = get16(v + 14);
+        if (count == 0 || n < 32 + 48 * (size_t)count)
+            return -1;
+        uint32_t off = get32(v + 32 + 24), size = get32(v + 32 + 28);
+        if (off > n || size > n - off || lustre_plain(v + off, size, out) < 0)
+            return -1;
+        out->components = count;
+        return 0;
+    }
+    return lustre_plain(v, n, out);
+}
+
 static void put32(unsigned char *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)

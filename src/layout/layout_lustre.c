@@ -36,6 +36,18 @@ static int lustre_set(int fd, const struct sluice_layout *l)
     return SLUICE_REAL(fsetxattr)(fd, "lustre.lov", v, (size_t)n, 0) == 0 ? 0 : -errno;
 }
 
+/* A composite layout of many components and stripes can exceed a page;
+ * what is read is the first component's, which comes first. */
+static int lustre_read(int fd, struct sluice_layout_seen *out)
+{
+    unsigned char v[4096];
+    ssize_t n = SLUICE_REAL(fgetxattr)(fd, "lustre.lov", v, sizeof v);
+
+    if (n < 0)
+        return -errno;
+    return sluice_layout_lustre_parse(v, (size_t)n, out) == 0 ? 0 : -EINVAL;
+}
+
 const struct sluice_layout_ops sluice_layout_lustre_ops = {
     .size = sizeof(struct sluice_layout_ops),
     .name = "lustre",
@@ -43,4 +55,5 @@ const struct sluice_layout_ops sluice_layout_lustre_ops = {
     .dir_layout = lustre_dir_layout,
     .set = lustre_set,
     .same = NULL,
+    .read = lustre_read,
 };

@@ -105,8 +105,10 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
             sluice_count_error(rec, SLUICE_SIDES_FS);
         return rc;
     }
-    if (rec)
+    if (rec) {
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+        sluice_layout_observe(rec, dst);
+    }
     return dst;
 }
 
@@ -299,8 +301,10 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
             sluice_count_error(rec, SLUICE_SIDES_FS);
         return -err;
     }
-    if (rec)
+    if (rec) {
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+        sluice_layout_observe(rec, dst);
+    }
     return dst;
 }
 

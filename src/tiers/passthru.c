@@ -61,6 +61,7 @@ static int passthru_open(struct sluice_file *f, int level, int dirfd, const char
     }
     if (fs_side_separate(f))
         sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now());
+    sluice_layout_observe(f->rec, fd);
     return fd;
 }
 

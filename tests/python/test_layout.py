@@ -174,12 +174,48 @@ def test_shared_mpi_file_many_stripes(cdir, logdir):
     assert c["POSIX_LAYOUT_SETS"] == 1 and c["POSIX_LAYOUT_SHARED"] == 1 and c["POSIX_LAYOUT_STRIPES"] == 4
 
 
+@pytest.mark.cephfs
+def test_file_layouts_recorded(cdir, logdir, tmp_path):
+    """Whatever set them, every file's layout is in its record as CephFS
+    gives it at open (profile, buffer and stage mode), the same for the
+    report's merge of two processes; sluice sets nothing outside auto."""
+    sub = cdir / "wide"
+    sub.mkdir()
+    for attr, value in (("stripe_unit", "1048576"), ("stripe_count", "3")):
+        subprocess.run(["setfattr", "-n", f"ceph.dir.layout.{attr}", "-v", value, str(sub)], check=True)
+    want_wide = {"POSIX_STRIPE_SIZE": MiB, "POSIX_STRIPE_COUNT": 3, "POSIX_OBJECT_SIZE": 4 * MiB,
+                 "POSIX_LAYOUT_COMPONENTS": 1}
+    want_default = {"POSIX_STRIPE_SIZE": 4 * MiB, "POSIX_STRIPE_COUNT": 1, "POSIX_OBJECT_SIZE": 4 * MiB,
+                    "POSIX_LAYOUT_COMPONENTS": 1}
+    for mode in ("profile", "buffer", "stage"):
+        for f, want in ((sub / f"{mode}.bin", want_wide), (cdir / f"{mode}.bin", want_default)):
+            logs = tmp_path / f"{mode}-{f.parent.name}"
+            data = write_file(logs, f, 2 * MiB + 5, "--mode", mode, "--path", str(cdir))
+            assert f.read_bytes() == data
+            entry = file_entry(report_json(logs), f)
+            for side in ("app", "fs"):
+                assert {k: entry[side][k] for k in want} == want, (mode, f, side)
+            assert layout_counters(logs, f) == {}      # nothing set by sluice outside auto
+        assert ceph_layout(sub / f"{mode}.bin") == \
+            "stripe_unit=1048576 stripe_count=3 object_size=4194304 pool=cephfs_data"
+    # two processes' records of one file merge to the one layout, not its sum
+    logs = tmp_path / "two"
+    f = sub / "two.bin"
+    write_file(logs, f, MiB, "--path", str(cdir), "--job-id", "two")
+    sluice("run", "--log-dir", str(logs), "--path", str(cdir), "--job-id", "two", "--", "dd", f"if={f}", "of=/dev/null", "status=none")
+    entry = file_entry(report_json(logs), f)
+    assert entry["processes"] == 2 and entry["app"]["POSIX_STRIPE_COUNT"] == 3
+
+
 def test_no_layout_file_system_untouched(tmp_path, logdir):
     """On a file system without per-file layouts nothing is tried or counted."""
     f = tmp_path / "plain.bin"
     data = write_file(logdir, f, MiB, "--layout", "stripe_count=4,stripe_size=1M")
     assert f.read_bytes() == data
     assert layout_counters(logdir, f) == {}
+    app = file_entry(report_json(logdir), f)["app"]
+    assert [app[k] for k in ("POSIX_STRIPE_SIZE", "POSIX_STRIPE_COUNT", "POSIX_OBJECT_SIZE",
+                             "POSIX_LAYOUT_COMPONENTS")] == [0, 0, 0, 0]
 
 
 def test_bad_layout_setting_is_reported(tmp_path, logdir):

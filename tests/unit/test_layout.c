@@ -2,7 +2,10 @@
  * SLUICE_LAYOUT setting, each class's layout, CephFS's ceph.file.layout
  * value and the bytes of Lustre's lov_user_md v1 against its documented
  * struct (lustre_user.h: magic, pattern, 16-byte object id, stripe size,
- * stripe count, stripe offset; packed, 32 bytes). */
+ * stripe count, stripe offset; packed, 32 bytes); and the layouts read
+ * back from a file: ceph.file.layout's text, lustre.lov's lov_mds_md v1,
+ * v3 and composite (lov_comp_md_v1) bytes, built here from the documented
+ * structs. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +21,86 @@ static uint32_t le32(const unsigned char *p)
 static uint16_t le16(const unsigned char *p)
 {
     return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A lov_mds_md v1 (32 bytes) or v3 (+ 16-byte pool name) at p with
+ * `objects` OST objects of 24 bytes after it; its size. */
+static size_t lov_md(unsigned char *p, uint32_t magic, uint32_t size, uint16_t count, int objects)
+{
+    size_t head = magic == SLUICE_LOV_MAGIC_V3 ? 48 : 32;
+    memset(p, 0, head + 24 * (size_t)objects);
+    put_le(p, magic, 4);
+    put_le(p + 4, 1, 4);           /* RAID0 */
+    put_le(p + 8, 0x1234, 8);      /* lmm_oi */
+    put_le(p + 24, size, 4);
+    put_le(p + 28, count, 2);
+    put_le(p + 30, 7, 2);          /* lmm_layout_gen */
+    if (head == 48)
+        memcpy(p + 32, "flash", 5);
+    for (int i = 0; i < objects; i++)
+        put_le(p + head + 24 * (size_t)i + 20, (uint64_t)(3 + i), 4);   /* l_ost_idx */
+    return head + 24 * (size_t)objects;
+}
+
+static void layouts_read_back(void)
+{
+    struct sluice_layout_seen seen;
+    unsigned char v[1024];
+
+    /* CephFS: the kernel client's and ceph-fuse's text, keys in any order */
+    CHECK_EQ(sluice_layout_ceph_parse("stripe_unit=1048576 stripe_count=4 object_size=4194304 pool=cephfs_data", &seen),
+             0);
+    CHECK_EQ(seen.stripe_size, 1048576);
+    CHECK_EQ(seen.stripe_count, 4);
+    CHECK_EQ(seen.object_size, 4194304);
+    CHECK_EQ(seen.components, 1);
+    CHECK_EQ(sluice_layout_ceph_parse("pool=p stripe_count=1 object_size=65536 stripe_unit=65536\n", &seen), 0);
+    CHECK_EQ(seen.stripe_size, 65536);
+    CHECK_EQ(sluice_layout_ceph_parse("stripe_unit=1048576 stripe_count=4", &seen), -1);
+    CHECK_EQ(sluice_layout_ceph_parse("xstripe_unit=1 stripe_count=4 object_size=4", &seen), -1);
+    CHECK_EQ(sluice_layout_ceph_parse("stripe_unit=12k stripe_count=4 object_size=4", &seen), -1);
+
+    /* Lustre v1 with two objects, v3 (pool), all OSTs (0xFFFF) */
+    size_t n = lov_md(v, 0x0BD10BD0u, 1 << 20, 2, 2);
+    CHECK_EQ(sluice_layout_lustre_parse(v, n, &seen), 0);
+    CHECK_EQ(seen.stripe_size, 1 << 20);
+    CHECK_EQ(seen.stripe_count, 2);
+    CHECK_EQ(seen.object_size, 0);
+    CHECK_EQ(seen.components, 1);
+    CHECK_EQ(sluice_layout_lustre_parse(v, 31, &seen), -1);
+    n = lov_md(v, SLUICE_LOV_MAGIC_V3, 4 << 20, 0xFFFF, 0);
+    CHECK_EQ(sluice_layout_lustre_parse(v, n, &seen), 0);
+    CHECK_EQ(seen.stripe_size, 4 << 20);
+    CHECK_EQ(seen.stripe_count, -1);
+    put_le(v, 0x0BD20BD0u, 4);      /* not a layout this reads */
+    CHECK_EQ(sluice_layout_lustre_parse(v, n, &seen), -1);
+
+    /* a composite layout of 3 components (PFL): the first one's stripes */
+    memset(v, 0, sizeof v);
+    put_le(v, SLUICE_LOV_MAGIC_COMP_V1, 4);
+    put_le(v + 14, 3, 2);           /* lcm_entry_count */
+    size_t off = 32 + 3 * 48;
+    for (int c = 0; c < 3; c++) {
+        unsigned char *e = v + 32 + 48 * c;
+        size_t sz = lov_md(v + off, 0x0BD10BD0u, (uint32_t)(1 << 20) << c, (uint16_t)(1 + 3 * c), c);
+        put_le(e + 24, off, 4);     /* lcme_offset */
+        put_le(e + 28, sz, 4);      /* lcme_size */
+        off += sz;
+    }
+    put_le(v + 4, off, 4);          /* lcm_size */
+    CHECK_EQ(sluice_layout_lustre_parse(v, off, &seen), 0);
+    CHECK_EQ(seen.stripe_size, 1 << 20);
+    CHECK_EQ(seen.stripe_count, 1);
+    CHECK_EQ(seen.components, 3);
+    CHECK_EQ(sluice_layout_lustre_parse(v, 32 + 2 * 48, &seen), -1);   /* entries cut short */
+    put_le(v + 32 + 24, off, 4);    /* first component past the end */
+    CHECK_EQ(sluice_layout_lustre_parse(v, off, &seen), -1);
 }
 
 int main(void)
@@ -116,5 +199,6 @@ int main(void)
     CHECK_EQ(sluice_layout_lustre_value(&l, lov, 31), -1);
     l = (struct sluice_layout){.stripe_count = 2, .stripe_size = 100000};
     CHECK_EQ(sluice_layout_lustre_value(&l, lov, sizeof lov), -1);   /* not a multiple of 64 KiB */
+    layouts_read_back();
     return done();
 }

@@ -37,9 +37,13 @@ def is_property(name: str) -> bool:
     return name.startswith(H5_PROPERTIES) or (name.startswith("H5D_ACCESS") and ("_LENGTH_D" in name or "_STRIDE_D" in name))
 
 
+# a file's layout as read at open: the same in every process that opened it
+LAYOUT_PROPERTIES = ("POSIX_STRIPE_SIZE", "POSIX_STRIPE_COUNT", "POSIX_OBJECT_SIZE", "POSIX_LAYOUT_COMPONENTS")
+
+
 def _rule(name: str) -> int:
     if "MAX_BYTE" in name or name.endswith("_END_TIMESTAMP") or "_F_MAX_" in name or name.endswith("ALIGNMENT") \
-            or "_RANK" in name or is_property(name):
+            or "_RANK" in name or is_property(name) or name in LAYOUT_PROPERTIES:
         return MAX
     return FIRST if name.endswith("_START_TIMESTAMP") else SUM
 
