@@ -372,6 +372,45 @@ def test_large_shared_file_gets_stripes():
     assert f["fix"]["mode"] == "profile"
 
 
+def test_layouts_in_the_log_shape_the_layout_findings():
+    """Where the log has each file's layout (CephFS, Lustre), the layout
+    findings say what it is, are not capped, and are left out when it is
+    already the one advised; CephFS files get setfattr commands."""
+    def with_layout(records, count, size, obj=0):
+        for r in records:
+            for side in (r.app, r.fs):
+                side.update(POSIX_STRIPE_COUNT=count, POSIX_STRIPE_SIZE=size, POSIX_OBJECT_SIZE=obj,
+                            POSIX_LAYOUT_COMPONENTS=1)
+        return records
+    # a large shared file on one stripe of 1 MiB: 4 stripes of 4 MiB advised
+    job = merge("j", [log(100 + r, with_layout(shared_big(r), 1, MIB), r, 4) for r in range(4)])
+    f = by_id(to_json(job)["findings"], "large-shared-file")
+    assert "Their layout, as the file system gave it: 1 stripe of 1.0 MiB (1)" in f["evidence"]["text"]
+    assert f["evidence"]["counters"]["stripe_counts"] == [1]
+    assert f["fix"]["layout"] == ["lfs setstripe -c 4 -S 4M /lus/out"]
+    # on CephFS (an object size), the same advice as its directory layout attributes
+    job = merge("j", [log(100 + r, with_layout(shared_big(r), 1, 4 * MIB, 4 * MIB), r, 4) for r in range(4)])
+    f = by_id(to_json(job)["findings"], "large-shared-file")
+    assert f["fix"]["layout"] == ["setfattr -n ceph.dir.layout.stripe_count -v 4 /lus/out && "
+                                  "setfattr -n ceph.dir.layout.stripe_unit -v 4194304 /lus/out"]
+    # already 4 stripes of 4 MiB (or all OSTs): nothing to advise
+    for count in (4, 8, -1):
+        job = merge("j", [log(100 + r, with_layout(shared_big(r), count, 4 * MIB), r, 4) for r in range(4)])
+        assert "large-shared-file" not in {x["id"] for x in to_json(job)["findings"]}, count
+
+    # file per process: 4 ranks, a 64 MiB file each
+    def fpp(rank, count):
+        return with_layout([rec(f"/lus/run/out.{rank}", POSIX_OPENS=1, POSIX_WRITES=64, POSIX_BYTES_WRITTEN=64 * MIB,
+                                POSIX_SIZE_WRITE_1M_4M=64, POSIX_CONSEC_WRITES=63, POSIX_SEQ_WRITES=63,
+                                POSIX_MAX_BYTE_WRITTEN=64 * MIB - 1, POSIX_F_WRITE_TIME=3.0)], count, MIB)
+    fs = to_json(merge("j", [log(100 + r, fpp(r, 4), r, 4) for r in range(4)]))["findings"]
+    f = by_id(fs, "file-per-process")
+    assert "Their layout, as the file system gave it: 4 stripes of 1.0 MiB (4 files)" in f["evidence"]["text"]
+    assert f["fix"]["layout"] == ["lfs setstripe -c 1 /lus/run"]
+    fs = to_json(merge("j", [log(100 + r, fpp(r, 1), r, 4) for r in range(4)]))["findings"]
+    assert "file-per-process" not in {x["id"] for x in fs}
+
+
 def test_large_shared_file_stripe_size_follows_the_common_request():
     """256 writes of 4 MiB and 200 of 100 bytes: the mean (2.3 MiB) would give 2 MiB stripes; the size most
     requests use gives 4 MiB."""

@@ -913,6 +913,36 @@ def rank_imbalance(ctx: Context) -> list[Finding]:
     return [f]
 
 
+def _layout_of(f: FileTotals) -> tuple[int, int, bool] | None:
+    """The file's layout as the file system gave it at open (stripe count, -1
+    for all; stripe size; on CephFS), or None where the log has none (not
+    CephFS or Lustre, or a log of sluice before these counters)."""
+    size = int(v(f.app, "POSIX_STRIPE_SIZE"))
+    if size <= 0:
+        return None
+    return int(f.app.get("POSIX_STRIPE_COUNT", 0)), size, v(f.app, "POSIX_OBJECT_SIZE") > 0
+
+
+def _layouts_text(known: list[tuple[int, int, bool]]) -> str:
+    """'1 stripe of 4.0 MiB (12 files), 4 stripes of 1.0 MiB (2)': the layouts, most files first."""
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    for c, size, _ in known:
+        counts[(c, size)] += 1
+    parts = []
+    for i, ((c, size), k) in enumerate(sorted(counts.items(), key=lambda x: -x[1])):
+        stripes = "all stripes" if c < 0 else f"{c} stripe{'s' if c != 1 else ''}"
+        parts.append(f"{stripes} of {human_bytes(size)} ({n(k)}{' files' if i == 0 and k != 1 else ''})")
+    return ", ".join(parts)
+
+
+def _layout_command(ceph: bool, stripes: int, size: int | None) -> str:
+    """The command that gives the files created in {dir} this layout."""
+    if ceph:
+        cmd = f"setfattr -n ceph.dir.layout.stripe_count -v {stripes if stripes > 0 else 64} {{dir}}"
+        return cmd + (f" && setfattr -n ceph.dir.layout.stripe_unit -v {size} {{dir}}" if size else "")
+    return f"lfs setstripe -c {stripes}" + (f" -S {_size_text(size)}" if size else "") + " {dir}"
+
+
 def file_per_process(ctx: Context) -> list[Finding]:
     """Large files, each written by one process (layout advice: one stripe each)."""
     by_dir: dict[str, list[FileTotals]] = defaultdict(list)
@@ -922,20 +952,31 @@ def file_per_process(ctx: Context) -> list[Finding]:
         if extent(f.app, "WRITTEN") >= th.SMALL_FILE_BYTES and len(ctx.writers(f)) == 1:
             by_dir[dirname(f.path)].append(f)
     files = [f for fs in by_dir.values() if _fpp_layout(ctx, fs) for f in fs]
-    if not files:
+    # files the log shows on one stripe already have the layout this finding is about
+    files = [f for f in files if (_layout_of(f) or (0,))[0] != 1]
+    if len(files) < 2:
         return []
+    known = [lay for lay in map(_layout_of, files) if lay]
     writers = set().union(*(ctx.writers(f) for f in files))
     nbytes = v_sum(files, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN")
     cost = sum(io_time(f.app) for f in files)
     text = (f"{n(len(files))} files of {human_bytes(min(extent(f.app, 'WRITTEN') for f in files))} to "
             f"{human_bytes(max(extent(f.app, 'WRITTEN') for f in files))}, each written by one of "
-            f"{n(len(writers))} processes ({human_bytes(nbytes)} in all); {secs(cost)} in I/O calls. The log cannot "
-            "show the files' layout: on Lustre, more than one stripe per file has every process contend on every "
-            "storage target (check with lfs getstripe)")
-    f = Finding("file-per-process", [x.path for x in files], cost, "profile", text,
-                {"files": len(files), "processes": len(writers), "POSIX_BYTES_WRITTEN": v_sum(files, "POSIX_BYTES_WRITTEN"),
-                 "STDIO_BYTES_WRITTEN": v_sum(files, "STDIO_BYTES_WRITTEN")}, cap="medium")
-    f.layout = ["lfs setstripe -c 1 {dir}"]
+            f"{n(len(writers))} processes ({human_bytes(nbytes)} in all); {secs(cost)} in I/O calls. ")
+    if len(known) == len(files):
+        text += (f"Their layout, as the file system gave it: {_layouts_text(known)}; more than one stripe per "
+                 "file has every process contend on every storage target")
+    else:
+        text += ("The log cannot show the files' layout: on Lustre, more than one stripe per file has every process "
+                 "contend on every storage target (check with lfs getstripe)")
+    counters = {"files": len(files), "processes": len(writers), "POSIX_BYTES_WRITTEN": v_sum(files, "POSIX_BYTES_WRITTEN"),
+                "STDIO_BYTES_WRITTEN": v_sum(files, "STDIO_BYTES_WRITTEN")}
+    if known:
+        counters["stripe_counts"] = sorted({c for c, _, _ in known})
+    f = Finding("file-per-process", [x.path for x in files], cost, "profile", text, counters,
+                cap=None if len(known) == len(files) else "medium")
+    ceph = bool(known) and all(c for _, _, c in known)
+    f.layout = [_layout_command(ceph, 1, None)]
     f.hints = ["the layout applies to files created after it is set on their directory (lfs migrate -c 1 FILE "
                "changes an existing one)"]
     return [f]
@@ -961,17 +1002,28 @@ def large_shared(ctx: Context) -> list[Finding]:
     # large or small requests pull away from it
     request = sizes[0][0] if sizes and sizes[0][1] * 2 >= calls else mean
     stripes, ssize = _stripes(size), _stripe_size(request)
+    known = [lay for lay in map(_layout_of, chosen) if lay]
+    if known and len(known) == len(chosen) and all((c < 0 or (stripes > 0 and c >= stripes)) and sz == ssize
+                                                   for c, sz, _ in known):
+        return []   # the layout the log shows is already the one advised
     procs = max(ctx.procs(f) for f in chosen)
     cost = sum(io_time(f.app) for f in chosen)
+    wants = (f"a large shared file wants many stripes, each as large as the requests (here "
+             f"{stripes if stripes > 0 else 'all'} stripes of {human_bytes(ssize)})")
     text = (f"{n(len(chosen))} file{'s' if len(chosen) != 1 else ''} of up to {human_bytes(size)} shared by up to "
-            f"{procs} processes, mean request {human_bytes(mean)}{sizes_text(sizes)}; {secs(cost)} in I/O calls. "
-            f"The log cannot show "
-            f"the layout: a large shared file wants many stripes, each as large as the requests (here "
-            f"{stripes if stripes > 0 else 'all'} stripes of {human_bytes(ssize)})")
-    f = Finding("large-shared-file", [x.path for x in chosen], cost, "profile", text,
-                {"files": len(chosen), "max_extent": size, "processes": procs, "requests": calls,
-                 "mean_request": mean, "common_sizes": [list(x) for x in sizes]}, cap="medium")
-    f.layout = [f"lfs setstripe -c {stripes} -S {_size_text(ssize)} {{dir}}"]
+            f"{procs} processes, mean request {human_bytes(mean)}{sizes_text(sizes)}; {secs(cost)} in I/O calls. ")
+    if len(known) == len(chosen):
+        text += f"Their layout, as the file system gave it: {_layouts_text(known)}; {wants}"
+    else:
+        text += f"The log cannot show the layout: {wants}"
+    counters = {"files": len(chosen), "max_extent": size, "processes": procs, "requests": calls,
+                "mean_request": mean, "common_sizes": [list(x) for x in sizes]}
+    if known:
+        counters["stripe_counts"] = sorted({c for c, _, _ in known})
+    f = Finding("large-shared-file", [x.path for x in chosen], cost, "profile", text, counters,
+                cap=None if len(known) == len(chosen) else "medium")
+    ceph = bool(known) and all(c for _, _, c in known)
+    f.layout = [_layout_command(ceph, stripes, ssize)]
     if mpi:
         f.mpi_info = {"striping_factor": str(stripes), "striping_unit": str(ssize),
                       "cb_nodes": str(stripes if stripes > 0 else ctx.hosts), "romio_cb_write": "enable"}
