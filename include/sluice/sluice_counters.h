@@ -20,6 +20,8 @@ enum sluice_module_id {
 #define SLUICE_SAME_MPIIO_MPIIO ~, SLUICE_SEL_KEEP_
 #define SLUICE_SAME_H5F_H5F ~, SLUICE_SEL_KEEP_
 #define SLUICE_SAME_H5D_H5D ~, SLUICE_SEL_KEEP_
+#define SLUICE_SAME_PNETCDF_FILE_PNETCDF_FILE ~, SLUICE_SEL_KEEP_
+#define SLUICE_SAME_PNETCDF_VAR_PNETCDF_VAR ~, SLUICE_SEL_KEEP_
 #define SLUICE_SEL_KEEP_(x) x,
 #define SLUICE_SEL_DROP_(x)
 #define SLUICE_SEL_2ND_(a, b, ...) b
@@ -84,6 +86,27 @@ enum sluice_side {
     SLUICE_SIDE_APP = 0,  /* what the application asked */
     SLUICE_SIDE_FS = 1,   /* what reached the file system */
     SLUICE_NUM_SIDES = 2
+};
+
+enum sluice_pnetcdf_file_icounter {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, PNETCDF_FILE, name)
+#include "sluice/sluice_counters.def"
+    PNETCDF_FILE_NUM_ICOUNTERS
+};
+enum sluice_pnetcdf_file_fcounter {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, PNETCDF_FILE, name)
+#include "sluice/sluice_counters.def"
+    PNETCDF_FILE_NUM_FCOUNTERS
+};
+enum sluice_pnetcdf_var_icounter {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL(mod, PNETCDF_VAR, name)
+#include "sluice/sluice_counters.def"
+    PNETCDF_VAR_NUM_ICOUNTERS
+};
+enum sluice_pnetcdf_var_fcounter {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL(mod, PNETCDF_VAR, name)
+#include "sluice/sluice_counters.def"
+    PNETCDF_VAR_NUM_FCOUNTERS
 };
 
 #endif

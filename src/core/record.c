@@ -60,6 +60,23 @@ static const char *const h5d_fnames[] = {
 #include "sluice/sluice_counters.def"
 };
 
+static const char *const pncf_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, PNETCDF_FILE, name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const pncf_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, PNETCDF_FILE, name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const pncv_inames[] = {
+#define SLUICE_ICOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, PNETCDF_VAR, name)
+#include "sluice/sluice_counters.def"
+};
+static const char *const pncv_fnames[] = {
+#define SLUICE_FCOUNTER(mod, name, help) SLUICE_SEL_INAME(mod, PNETCDF_VAR, name)
+#include "sluice/sluice_counters.def"
+};
+
 static const struct sluice_module_info modules[SLUICE_MOD_END] = {
     [SLUICE_MOD_POSIX] = {"POSIX", SLUICE_MOD_POSIX, 1, POSIX_NUM_ICOUNTERS, POSIX_NUM_FCOUNTERS,
                           posix_inames, posix_fnames},
@@ -69,12 +86,17 @@ static const struct sluice_module_info modules[SLUICE_MOD_END] = {
                           mpiio_inames, mpiio_fnames},
     [SLUICE_MOD_H5F] = {"H5F", SLUICE_MOD_H5F, 1, H5F_NUM_ICOUNTERS, H5F_NUM_FCOUNTERS, h5f_inames, h5f_fnames},
     [SLUICE_MOD_H5D] = {"H5D", SLUICE_MOD_H5D, 1, H5D_NUM_ICOUNTERS, H5D_NUM_FCOUNTERS, h5d_inames, h5d_fnames},
+    [SLUICE_MOD_PNETCDF_FILE] = {"PNETCDF_FILE", SLUICE_MOD_PNETCDF_FILE, 1, PNETCDF_FILE_NUM_ICOUNTERS,
+                                 PNETCDF_FILE_NUM_FCOUNTERS, pncf_inames, pncf_fnames},
+    [SLUICE_MOD_PNETCDF_VAR] = {"PNETCDF_VAR", SLUICE_MOD_PNETCDF_VAR, 1, PNETCDF_VAR_NUM_ICOUNTERS,
+                                PNETCDF_VAR_NUM_FCOUNTERS, pncv_inames, pncv_fnames},
 };
 
 _Static_assert(sizeof posix_inames / sizeof *posix_inames == POSIX_NUM_ICOUNTERS, "posix names");
 _Static_assert(sizeof stdio_fnames / sizeof *stdio_fnames == STDIO_NUM_FCOUNTERS, "stdio names");
 _Static_assert(sizeof mpiio_inames / sizeof *mpiio_inames == MPIIO_NUM_ICOUNTERS, "mpiio names");
 _Static_assert(sizeof h5d_fnames / sizeof *h5d_fnames == H5D_NUM_FCOUNTERS, "h5d names");
+_Static_assert(sizeof pncv_inames / sizeof *pncv_inames == PNETCDF_VAR_NUM_ICOUNTERS, "pnetcdf var names");
 
 const struct sluice_module_info *sluice_module(unsigned id)
 {

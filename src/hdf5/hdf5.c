@@ -28,6 +28,7 @@
 
 #include "common/clock.h"
 #include "common/pathnorm.h"
+#include "core/accesses.h"
 #include "core/counters.h"
 #include "core/policy.h"
 #include "core/record.h"
@@ -36,43 +37,15 @@
 
 /* ---- per-dataset state ---- */
 
-/* The distinct accesses of a dataset record, Darshan's H5D_ACCESS* tuples
- * (size, lengths D1..D5, strides D1..D5): the first 32, each kept as a
- * 64-bit hash of its tuple and a count. The four most frequent are in the
- * record's counters in full, with their counts; an access that enters them
- * is the one being counted, so its tuple is at hand. */
-#define H5_ACC_VALS (1 + 2 * SLUICE_H5_MAX_NDIMS)
-struct h5d_common {
-    uint32_t n;
-    uint32_t freq[SLUICE_CVAL_SLOTS];
-    uint64_t key[SLUICE_CVAL_SLOTS];
-};
-
-/* Tuples in numeric order, element by element (ties in the top four go to the larger). */
-static int tuple_cmp(const int64_t *a, const int64_t *b)
-{
-    for (int i = 0; i < H5_ACC_VALS; i++)
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    return 0;
-}
-
-static uint64_t access_key(const int64_t *v)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (int i = 0; i < H5_ACC_VALS; i++) {
-        h ^= (uint64_t)v[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdull;
-    }
-    return h ^ (h >> 33);
-}
+#define H5_ACC_VALS SLUICE_ACCESS_VALS
+_Static_assert(SLUICE_ACCESS_VALS == 1 + 2 * SLUICE_H5_MAX_NDIMS, "Darshan's access tuples");
 
 /* One per H5D record (shared by every handle of that dataset); under the record's lock. */
 struct h5d_state {
     struct h5d_state *next;
     struct sluice_record *rec;
     int last_io;                    /* 0 none, 1 read, 2 write */
-    struct h5d_common common;
+    struct sluice_access_table common;
 };
 
 /* One per open dataset identifier. */
@@ -307,65 +280,6 @@ static void count_meta(struct sluice_record *r, int counter, int ftime, int firs
     sluice_record_unlock(r);
 }
 
-/* One more access v in the dataset's table; the four most frequent with a
- * non-zero size (higher count first, then the larger tuple) kept in the record. */
-static void common_count(struct h5d_common *t, int64_t *ic, const int64_t *v)
-{
-    uint32_t i = 0;
-    int64_t freq;
-    int j = 0;
-    int64_t *top = &ic[H5D_ACCESS1_ACCESS], *cnt = &ic[H5D_ACCESS1_COUNT];
-    const size_t tuple = sizeof(int64_t) * H5_ACC_VALS;
-
-    /* Listed already (the usual case): its count lives in the record, the
-     * table's is brought up to date when it leaves the four. */
-    if (v[0] != 0)
-        while (j < 4 && !(cnt[j] > 0 && memcmp(&top[j * H5_ACC_VALS], v, tuple) == 0))
-            j++;
-    if (v[0] != 0 && j < 4) {
-        freq = ++cnt[j];
-    } else {
-        uint64_t key = access_key(v);
-        while (i < t->n && t->key[i] != key)
-            i++;
-        if (i == t->n) {
-            if (i == SLUICE_CVAL_SLOTS)
-                return;
-            t->key[i] = key;
-            t->freq[i] = 0;
-            t->n = i + 1;
-        }
-        freq = ++t->freq[i];
-        if (v[0] == 0)
-            return;
-        /* not listed: it takes the fourth place if it beats it */
-        if (cnt[3] > freq || (cnt[3] == freq && tuple_cmp(&top[3 * H5_ACC_VALS], v) > 0))
-            return;
-        if (cnt[3] > 0) {   /* the one it displaces keeps its count in the table */
-            uint64_t out = access_key(&top[3 * H5_ACC_VALS]);
-            for (uint32_t k = 0; k < t->n; k++)
-                if (t->key[k] == out)
-                    t->freq[k] = (uint32_t)cnt[3];
-        }
-        j = 3;
-        memcpy(&top[3 * H5_ACC_VALS], v, tuple);
-        cnt[3] = freq;
-    }
-    /* move up past entries it now beats */
-    for (; j > 0; j--) {
-        int64_t *prev = &top[(j - 1) * H5_ACC_VALS], *cur = &top[j * H5_ACC_VALS];
-        int64_t tmp[H5_ACC_VALS];
-        if (cnt[j - 1] > cnt[j] || (cnt[j - 1] == cnt[j] && tuple_cmp(prev, cur) >= 0))
-            break;
-        memcpy(tmp, prev, sizeof tmp);
-        memcpy(prev, cur, sizeof tmp);
-        memcpy(cur, tmp, sizeof tmp);
-        int64_t c = cnt[j - 1];
-        cnt[j - 1] = cnt[j];
-        cnt[j] = c;
-    }
-}
-
 /* A read or write that succeeded on dataset handle h. */
 static void count_rw(const struct h5d_handle *h, enum sluice_access kind, sluice_hid_t file_space,
                      sluice_hid_t xfer, uint64_t t0, uint64_t t1)
@@ -424,7 +338,7 @@ static void count_rw(const struct h5d_handle *h, enum sluice_access kind, sluice
         ic[H5D_POINT_SELECTS]++;
     else if (sel == SLUICE_H5S_SEL_HYPERSLABS)
         ic[regular ? H5D_REGULAR_HYPERSLAB_SELECTS : H5D_IRREGULAR_HYPERSLAB_SELECTS]++;
-    common_count(&h->st->common, ic, v);
+    sluice_access_count(&h->st->common, &ic[H5D_ACCESS1_ACCESS], &ic[H5D_ACCESS1_COUNT], v);
     if (collective)
         ic[H5D_USE_MPIIO_COLLECTIVE] = 1;
     fc[rd ? H5D_F_READ_TIME : H5D_F_WRITE_TIME] += dt;

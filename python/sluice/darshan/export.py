@@ -109,15 +109,17 @@ def _variance(xs: list[float]) -> float:
     return sum((x - mean) ** 2 for x in xs) / len(xs)
 
 
-def _file_of_dataset(path: str) -> str:
-    """The file of an H5D record's name "<file>:<dataset path>"."""
-    i = path.find(":/")
+def _file_of_dataset(module: int, path: str) -> str:
+    """The file of an H5D record's name "<file>:<dataset path>", or of a
+    PNETCDF_VAR record's "<file>:<variable>"."""
+    i = path.find(":/") if module == L.H5D else path.rfind(":")
     return path[:i] if i > 0 else path
 
 
 def _pack(module: int, rank: int, path: str, ints: list[int], floats: list[float]) -> bytes:
     if module in L.WITH_FILE_ID:
-        return L.record_struct(module).pack(record_id(path), rank, record_id(_file_of_dataset(path)), *ints, *floats)
+        return L.record_struct(module).pack(record_id(path), rank, record_id(_file_of_dataset(module, path)), *ints,
+                                            *floats)
     return L.record_struct(module).pack(record_id(path), rank, *ints, *floats)
 
 

@@ -31,11 +31,12 @@ BASE_RECORD = struct.Struct("<Qq")    # record id, rank (-1: shared by every ran
 
 # Module ids are positions in Darshan's module table.
 POSIX, MPIIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, BGQ, LUSTRE, STDIO = 1, 2, 3, 4, 5, 6, 7, 8, 9
-MODULE_NAMES = {POSIX: "POSIX", MPIIO: "MPI-IO", H5F: "H5F", H5D: "H5D", STDIO: "STDIO"}
-MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, H5F: 3, H5D: 2, STDIO: 2}
+MODULE_NAMES = {POSIX: "POSIX", MPIIO: "MPI-IO", H5F: "H5F", H5D: "H5D", PNETCDF_FILE: "PNETCDF_FILE",
+                PNETCDF_VAR: "PNETCDF_VAR", STDIO: "STDIO"}
+MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, H5F: 3, H5D: 2, PNETCDF_FILE: 3, PNETCDF_VAR: 1, STDIO: 2}
 # Modules whose records carry the record id of their file after the base
-# record (darshan_hdf5_dataset's file_rec_id).
-WITH_FILE_ID = {H5D}
+# record (darshan_hdf5_dataset's and darshan_pnetcdf_var's file_rec_id).
+WITH_FILE_ID = {H5D, PNETCDF_VAR}
 
 _SIZES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 
@@ -89,6 +90,17 @@ INT_NAMES: dict[int, list[str]] = {
     + _p("H5D", "USE_MPIIO_COLLECTIVE", "USE_DEPRECATED") + _ranks("H5D"),
     STDIO: _p("STDIO", "OPENS", "FDOPENS", "READS", "WRITES", "SEEKS", "FLUSHES", "BYTES_WRITTEN", "BYTES_READ",
               "MAX_BYTE_READ", "MAX_BYTE_WRITTEN") + _ranks("STDIO"),
+    PNETCDF_FILE: _p("PNETCDF_FILE", "CREATES", "OPENS", "REDEFS", "INDEP_WAITS", "COLL_WAITS", "SYNCS",
+                     "BYTES_READ", "BYTES_WRITTEN", "WAIT_FAILURES"),
+    PNETCDF_VAR: _p("PNETCDF_VAR", "OPENS", "INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES", "NB_READS",
+                    "NB_WRITES", "BYTES_READ", "BYTES_WRITTEN", "RW_SWITCHES")
+    + [f"PNETCDF_VAR_{fam}_{kind}" for fam, kinds in (("PUT", 7), ("GET", 7), ("IPUT", 6), ("IGET", 6), ("BPUT", 6))
+       for kind in ("VAR", "VAR1", "VARA", "VARS", "VARM", "VARN", "VARD")[:kinds]]
+    + _p("PNETCDF_VAR", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE") + _sizes("PNETCDF_VAR", "AGG_")
+    + [f"PNETCDF_VAR_ACCESS{i}_{what}" for i in range(1, 5)
+       for what in ["ACCESS"] + [f"{kind}_D{d}" for kind in ("LENGTH", "STRIDE") for d in range(1, 6)]]
+    + [f"PNETCDF_VAR_ACCESS{i}_COUNT" for i in range(1, 5)]
+    + _p("PNETCDF_VAR", "NDIMS", "NPOINTS", "DATATYPE_SIZE", "IS_RECORD_VAR") + _ranks("PNETCDF_VAR"),
 }
 
 FLOAT_NAMES: dict[int, list[str]] = {
@@ -104,11 +116,16 @@ FLOAT_NAMES: dict[int, list[str]] = {
               "F_CLOSE_START_TIMESTAMP", "F_WRITE_START_TIMESTAMP", "F_READ_START_TIMESTAMP",
               "F_OPEN_END_TIMESTAMP", "F_CLOSE_END_TIMESTAMP", "F_WRITE_END_TIMESTAMP", "F_READ_END_TIMESTAMP")
     + _f_ranks("STDIO"),
+    PNETCDF_FILE: _p("PNETCDF_FILE", "F_OPEN_START_TIMESTAMP", "F_CLOSE_START_TIMESTAMP", "F_WAIT_START_TIMESTAMP",
+                     "F_OPEN_END_TIMESTAMP", "F_CLOSE_END_TIMESTAMP", "F_WAIT_END_TIMESTAMP", "F_META_TIME",
+                     "F_WAIT_TIME"),
+    PNETCDF_VAR: _f_stamps("PNETCDF_VAR") + _p("PNETCDF_VAR", "F_READ_TIME", "F_WRITE_TIME", "F_META_TIME",
+                                               "F_MAX_READ_TIME", "F_MAX_WRITE_TIME") + _f_ranks("PNETCDF_VAR"),
 }
 
 
 def record_struct(module: int) -> struct.Struct:
-    """One record of an exported module: base record (and, for H5D, its file's
-    record id), integer counters, float counters."""
+    """One record of an exported module: base record (and, for H5D and
+    PNETCDF_VAR, its file's record id), integer counters, float counters."""
     file_id = "Q" if module in WITH_FILE_ID else ""
     return struct.Struct(f"<Qq{file_id}{len(INT_NAMES[module])}q{len(FLOAT_NAMES[module])}d")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sluice.darshan import layout as L
 
-SLUICE_MODULES = {L.POSIX: "POSIX", L.MPIIO: "MPIIO", L.H5F: "H5F", L.H5D: "H5D", L.STDIO: "STDIO"}
+SLUICE_MODULES = {L.POSIX: "POSIX", L.MPIIO: "MPIIO", L.H5F: "H5F", L.H5D: "H5D", L.STDIO: "STDIO",
+                  L.PNETCDF_FILE: "PNETCDF_FILE", L.PNETCDF_VAR: "PNETCDF_VAR"}
 DARSHAN_IDS = {v: k for k, v in SLUICE_MODULES.items()}
 
 # Darshan counters sluice has no source for: written as -1.
@@ -23,6 +24,8 @@ UNKNOWN = {
     L.STDIO: {"STDIO_FDOPENS", "STDIO_F_CLOSE_START_TIMESTAMP", "STDIO_F_OPEN_END_TIMESTAMP"},
     L.H5F: set(),
     L.H5D: set(),
+    L.PNETCDF_FILE: set(),
+    L.PNETCDF_VAR: set(),
 }
 
 # Properties of a record rather than counts of calls (set when Darshan

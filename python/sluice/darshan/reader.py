@@ -31,7 +31,8 @@ from sluice.logfmt import Log, LogFormatError, Module, Record, _printable
 from sluice.report.model import DARSHAN_LOG, SHARED
 
 SUPPORTED = {"3.00", "3.10", "3.20", "3.21", "3.41"}
-_MOD_IDS = {"POSIX": L.POSIX, "MPI-IO": L.MPIIO, "H5F": L.H5F, "H5D": L.H5D, "STDIO": L.STDIO}
+_MOD_IDS = {"POSIX": L.POSIX, "MPI-IO": L.MPIIO, "H5F": L.H5F, "H5D": L.H5D, "STDIO": L.STDIO,
+            "PNETCDF_FILE": L.PNETCDF_FILE, "PNETCDF_VAR": L.PNETCDF_VAR}
 _MOUNTS = "sluice_mounts"     # the job dict's key for the log's mount table
 
 

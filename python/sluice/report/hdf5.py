@@ -35,6 +35,8 @@ def hdf5_rows(job: Job) -> tuple[int, list[dict]]:
     rows = []
     for f in job.datasets:
         c = f.app
+        if not (c.get("H5D_OPENS", 0) or c.get("H5D_READS", 0) or c.get("H5D_WRITES", 0)):
+            continue   # a PnetCDF variable (report/pnetcdf.py)
         nbytes = c.get("H5D_BYTES_READ", 0) + c.get("H5D_BYTES_WRITTEN", 0)
         rows.append({"dataset": f.path, "opens": int(c.get("H5D_OPENS", 0)), "reads": int(c.get("H5D_READS", 0)),
                      "writes": int(c.get("H5D_WRITES", 0)), "bytes": nbytes, "bytes_text": human_bytes(nbytes),

@@ -147,8 +147,9 @@ class Job:
     files: list[FileTotals]
     start_ns: int
     end_ns: int
-    # HDF5 datasets (records named FILE:/PATH): their counters are the H5D
-    # module's, not a file's, so they stay out of the files' tables and counts
+    # HDF5 datasets and PnetCDF variables (records named FILE:NAME): their
+    # counters are the H5D or PNETCDF_VAR module's, not a file's, so they
+    # stay out of the files' tables and counts
     datasets: list[FileTotals] = field(default_factory=list)
 
     @property
@@ -417,7 +418,9 @@ def merge(job_id: str, logs: list[Log]) -> Job:
     for f, known in zip(files, zip(_file_bytes(app).tolist(), _file_ops(app).tolist(),
                                    _file_bytes(fs).tolist(), _file_ops(fs).tolist())):
         f.known = known
-    is_dataset = (app.column("H5D_OPENS") + app.column("H5D_READS") + app.column("H5D_WRITES") > 0).tolist()
+    is_dataset = (app.column("H5D_OPENS") + app.column("H5D_READS") + app.column("H5D_WRITES")
+                  + app.column("PNETCDF_VAR_OPENS") + app.column("PNETCDF_VAR_BYTES_READ")
+                  + app.column("PNETCDF_VAR_BYTES_WRITTEN") > 0).tolist()
     by_size = sorted(files, key=lambda f: (-f.bytes(), -f.ops(), f.path))
     datasets = [f for f, d in zip(files, is_dataset) if d]
     if datasets:

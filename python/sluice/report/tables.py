@@ -27,14 +27,16 @@ SUM, MAX, FIRST = 0, 1, 2  # how a counter combines: add, largest, earliest non-
 # (model.time_size_pairs) combine as groups: Special below.
 
 
-# Properties of an HDF5 file or dataset rather than counts: equal in every
-# record of it, so they take the maximum; so do the shapes (lengths and
-# strides per dimension) of a dataset's most common accesses.
-H5_PROPERTIES = ("H5D_DATASPACE_", "H5D_DATATYPE_SIZE", "H5D_CHUNK_SIZE_", "H5D_USE_", "H5F_USE_")
+# Properties of an HDF5 file or dataset, or of a PnetCDF variable, rather
+# than counts: equal in every record of it, so they take the maximum; so do
+# the shapes (lengths and strides per dimension) of its most common accesses.
+H5_PROPERTIES = ("H5D_DATASPACE_", "H5D_DATATYPE_SIZE", "H5D_CHUNK_SIZE_", "H5D_USE_", "H5F_USE_",
+                 "PNETCDF_VAR_NDIMS", "PNETCDF_VAR_NPOINTS", "PNETCDF_VAR_DATATYPE_SIZE", "PNETCDF_VAR_IS_RECORD_VAR")
 
 
 def is_property(name: str) -> bool:
-    return name.startswith(H5_PROPERTIES) or (name.startswith("H5D_ACCESS") and ("_LENGTH_D" in name or "_STRIDE_D" in name))
+    return name.startswith(H5_PROPERTIES) or (name.startswith(("H5D_ACCESS", "PNETCDF_VAR_ACCESS"))
+                                              and ("_LENGTH_D" in name or "_STRIDE_D" in name))
 
 
 # a file's layout as read at open: the same in every process that opened it

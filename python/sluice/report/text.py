@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sluice.report.hdf5 import hdf5_table
+from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
 from sluice.report.pattern import counts_text, log_mounts, pattern_rows
 from sluice.report.tables import any_positive, column_values
@@ -87,6 +88,7 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
     con.print(h)
     _mpiio_table(con, job)
     hdf5_table(con, job, top)
+    pnetcdf_table(con, job, top)
 
     tt = Table(title="Time in I/O calls (seconds, summed over processes)", title_justify="left", box=box.SIMPLE_HEAD)
     tt.add_column("")
