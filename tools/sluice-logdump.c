@@ -597,7 +597,26 @@ int sluice_logdump_json(FILE *out, const char *name, const struct sluice_log *lo
         if (b.len >= 64 * 1024 && flush_sb(out, &b) < 0)
             goto out;
     }
-    sb_puts(&b, "]}\n");
+    sb_putc(&b, ']');
+    if (sluice_log_has_trace(log)) {
+        /* "trace": {"dropped": N, "segments": [[path, module, op, offset, length, start_ns, end_ns], ...]} */
+        sb_printf_num(&b, ", \"trace\": {\"dropped\": %" PRIu64 ", \"segments\": [", sluice_log_trace_dropped(log));
+        for (size_t i = 0; i < sluice_log_nsegments(log); i++) {
+            const struct sluice_log_segment *g = sluice_log_segment_at(log, i);
+            sb_puts(&b, i ? ", [" : "[");
+            sb_json_str(&b, g->path.ptr, g->path.len);
+            sb_printf_num(&b, ", %u", (unsigned)g->module);
+            sb_printf_num(&b, ", %u", (unsigned)g->op);
+            sb_printf_num(&b, ", %" PRId64, g->offset);
+            sb_printf_num(&b, ", %" PRId64, g->length);
+            sb_printf_num(&b, ", %" PRId64, g->start_ns);
+            sb_printf_num(&b, ", %" PRId64 "]", g->end_ns);
+            if (b.len >= 64 * 1024 && flush_sb(out, &b) < 0)
+                goto out;
+        }
+        sb_puts(&b, "]}");
+    }
+    sb_puts(&b, "}\n");
     rc = flush_sb(out, &b);
 out:
     free(b.p);
@@ -693,6 +712,23 @@ int sluice_logdump_text(FILE *out, const char *name, const struct sluice_log *lo
         text_counters(&b, p, "fs", &path, r->fs_int, r->fs_float);
         if (b.len >= 64 * 1024 && flush_sb(out, &b) < 0)
             goto out;
+    }
+    if (sluice_log_has_trace(log)) {
+        sb_printf_num(&b, "#\n# trace: %zu segments", sluice_log_nsegments(log));
+        sb_printf_num(&b, ", %" PRIu64 " calls not kept\n", sluice_log_trace_dropped(log));
+        sb_puts(&b, "# TRACE\t<module id>\t<read|write>\t<path>\t<offset>\t<length>\t<start_ns>\t<end_ns>\n");
+        for (size_t i = 0; i < sluice_log_nsegments(log); i++) {
+            const struct sluice_log_segment *g = sluice_log_segment_at(log, i);
+            sb_printf_num(&b, "TRACE\t%u\t", (unsigned)g->module);
+            sb_puts(&b, g->op ? "write\t" : "read\t");
+            sb_text_str(&b, g->path.ptr, g->path.len);
+            sb_printf_num(&b, "\t%" PRId64, g->offset);
+            sb_printf_num(&b, "\t%" PRId64, g->length);
+            sb_printf_num(&b, "\t%" PRId64, g->start_ns);
+            sb_printf_num(&b, "\t%" PRId64 "\n", g->end_ns);
+            if (b.len >= 64 * 1024 && flush_sb(out, &b) < 0)
+                goto out;
+        }
     }
     rc = flush_sb(out, &b);
 out:

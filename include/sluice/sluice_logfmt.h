@@ -23,7 +23,7 @@
  * without record ids (NAMES version 2), which a 2.x reader would misread.
  * Readers of 3.x read 1.x and 2.x logs too. */
 #define SLUICE_LOG_VERSION_MAJOR 3
-#define SLUICE_LOG_VERSION_MINOR 0
+#define SLUICE_LOG_VERSION_MINOR 1       /* 3.1: the TRACE region */
 #define SLUICE_LOG_OLDEST_MAJOR 1        /* the oldest major version readers accept */
 #define SLUICE_LOG_HEADER_SIZE 64
 #define SLUICE_LOG_REGION_ENTRY_SIZE 32
@@ -53,6 +53,7 @@ enum sluice_log_region_type {
     SLUICE_LOG_R_NAMES = 3,    /* record id -> path */
     SLUICE_LOG_R_MODULE = 4,   /* one module's records (one region per module) */
     SLUICE_LOG_R_DEFLATE = 5,  /* another region, compressed: see below */
+    SLUICE_LOG_R_TRACE = 6,    /* the per-call trace (3.1): see below */
 };
 
 /* PROCESS region:
@@ -108,6 +109,13 @@ enum sluice_log_end_reason {
  * zero planes. */
 #define SLUICE_LOG_SPARSE_BASE (64ull << 20)
 #define SLUICE_LOG_SPARSE_RATIO 4096u
+/* TRACE region (3.1; a 3.0 reader skips it): u64 nsegments, u64 dropped
+ * (calls traced beyond SLUICE_TRACE, or whose file has no record here),
+ * then the segments column by column: nsegments × u32 NAMES index (version
+ * 2 entries), × u8 module id (POSIX or MPIIO), × u8 op (0 read, 1 write),
+ * × i64 offset (-1: not known), × i64 length, × i64 start and × i64 end
+ * (nanoseconds since the process started), in the order the calls began. */
+#define SLUICE_LOG_TRACE_SEG_SIZE 38
 #define SLUICE_LOG_LAYOUT_ROWS 0
 #define SLUICE_LOG_LAYOUT_COLUMNS 1
 #define SLUICE_LOG_NAMES_INDEXED 2       /* NAMES region version without ids */

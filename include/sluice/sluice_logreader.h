@@ -70,6 +70,22 @@ struct sluice_log_record {
     const double *app_float, *fs_float;    /* module->nf each */
 };
 
+/* One read or write of the per-call trace (TRACE regions, 3.1). */
+struct sluice_log_segment {
+    struct sluice_log_string path;  /* its file */
+    uint8_t module;                 /* the record's module id (1 POSIX, 3 MPIIO) */
+    uint8_t op;                     /* 0 read, 1 write */
+    int64_t offset, length;         /* offset -1: not known */
+    int64_t start_ns, end_ns;       /* since the process started */
+};
+
+/* The trace's segments in file order, and the calls traced but not kept
+ * (beyond SLUICE_TRACE). 0 and 0 for a log without a trace. */
+size_t sluice_log_nsegments(const struct sluice_log *log);
+const struct sluice_log_segment *sluice_log_segment_at(const struct sluice_log *log, size_t i);
+uint64_t sluice_log_trace_dropped(const struct sluice_log *log);
+int sluice_log_has_trace(const struct sluice_log *log);
+
 /* Read the log at `path`. 0 and *out set, or -1 with a message in err
  * (err may be NULL; a message longer than errlen is cut). */
 int sluice_logreader_open(const char *path, struct sluice_log **out, char *err, size_t errlen);

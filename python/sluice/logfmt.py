@@ -24,7 +24,8 @@ HEADER_SIZE = 64
 REGION_ENTRY_SIZE = 32
 MAX_REGIONS = 64
 
-R_PROCESS, R_SCHEMA, R_NAMES, R_MODULE, R_DEFLATE = 1, 2, 3, 4, 5
+R_PROCESS, R_SCHEMA, R_NAMES, R_MODULE, R_DEFLATE, R_TRACE = 1, 2, 3, 4, 5, 6
+TRACE_SEG_SIZE = 38
 DEFLATE_HEAD = 16
 INFLATE_MAX_RATIO = 1032   # deflate gives at most this many bytes per byte of stream
 END_REASONS = {1: "exit", 2: "SIGTERM", 3: "_exit", 4: "exec"}
@@ -141,6 +142,23 @@ class Records(Sequence):
 
 
 @dataclass
+class Trace:
+    """The per-call trace of a process (TRACE regions, 3.1): one entry per
+    read or write kept, in the order the calls began."""
+    paths: list[str]
+    module: np.ndarray      # uint8: the record's module id (1 POSIX, 3 MPIIO)
+    op: np.ndarray          # uint8: 0 read, 1 write
+    offset: np.ndarray      # int64 (-1: not known)
+    length: np.ndarray      # int64
+    start_ns: np.ndarray    # int64, since the process started
+    end_ns: np.ndarray      # int64
+    dropped: int = 0        # calls traced but not kept (beyond SLUICE_TRACE)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
 class Log:
     path: Path
     version: tuple[int, int]
@@ -156,6 +174,7 @@ class Log:
     modules: dict[int, Module] = field(default_factory=dict)
     # a list of Record, or (from read_log) Records over arrays
     records: Sequence[Record] = field(default_factory=list)
+    trace: Trace | None = None
 
     @property
     def partial(self) -> bool:
@@ -331,7 +350,35 @@ def _parse(p: Path, data: bytes) -> Log:
         else:
             blocks.append(RecordBlock(mod, ids, flags, ints, floats, paths, decode=decode, raw_paths=raw))
     log.records = Records(blocks)
+    for t, _, body, _ in regions:
+        if t == R_TRACE:
+            _trace(log, body, indexed)
     return log
+
+
+def _trace(log: Log, body: bytes, indexed: list[bytes]) -> None:
+    """One TRACE region's segments, after those of earlier ones."""
+    if len(body) < 16:
+        raise LogFormatError("trace region is truncated")
+    n, dropped = struct.unpack_from("<QQ", body)
+    if n > (len(body) - 16) // TRACE_SEG_SIZE:
+        raise LogFormatError(f"trace region is truncated ({n} segments announced)")
+    idx = np.frombuffer(body, "<u4", n, 16)
+    bad = np.flatnonzero(idx >= len(indexed))
+    if bad.size:
+        raise LogFormatError(f"trace segment {int(bad[0])} names an entry NAMES does not have")
+    pos = 16 + 6 * n   # after the indexes (4 bytes each), modules and ops (1 byte each)
+    cols = [np.frombuffer(body, "<i8", n, pos + 8 * n * j).astype(np.int64) for j in range(4)]
+    part = Trace([indexed[i].decode("utf-8", "replace") for i in idx.tolist()],
+                 np.frombuffer(body, np.uint8, n, 16 + 4 * n).copy(), np.frombuffer(body, np.uint8, n, 16 + 4 * n + n).copy(),
+                 *cols, dropped=int(dropped))
+    if log.trace is None:
+        log.trace = part
+        return
+    t = log.trace
+    log.trace = Trace(t.paths + part.paths, *(np.concatenate([getattr(t, f), getattr(part, f)])
+                                              for f in ("module", "op", "offset", "length", "start_ns", "end_ns")),
+                      dropped=t.dropped + part.dropped)
 
 
 def _module_head(body: bytes, modules: dict[int, Module], major: int) -> tuple[Module | None, int, int]:

@@ -4,6 +4,8 @@
  */
 #include "core/counters.h"
 
+#include "core/trace.h"
+
 uint64_t sluice_start_ticks;
 
 /* Where each kind of access lands, per module; -1: the module has no such counter. */
@@ -158,6 +160,9 @@ void sluice_count_rw_buf(struct sluice_record *r, unsigned sides, enum sluice_ac
     int file_misaligned = off >= 0 && align > 0 &&
                           ((align & (align - 1)) == 0 ? (off & (align - 1)) != 0 : off % align != 0);
 
+    if (sluice_trace_cap && (sides & (1u << SLUICE_SIDE_APP)) &&
+        (r->module == SLUICE_MOD_POSIX || r->module == SLUICE_MOD_MPIIO))
+        sluice_trace_add(r, kind == SLUICE_WRITE, off, n, t0, t1);
     sluice_record_lock(r);
     sides = effective_sides(r, sides);
     for (int side = 0; side < SLUICE_NUM_SIDES; side++) {

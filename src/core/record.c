@@ -12,6 +12,7 @@
 
 #include "common/arena.h"
 #include "core/mounts.h"
+#include "core/trace.h"
 #include "sluice/sluice_logfmt.h"
 
 /* The counter names of module M: a string per counter of M, nothing for the others. */
@@ -300,6 +301,10 @@ int sluice_records_partial(void)
 
 void sluice_records_after_fork_child(void)
 {
+    /* the child's trace starts empty too */
+    for (int64_t i = 0; i < sluice_trace_kept(); i++)
+        atomic_store_explicit(&sluice_trace_segs[i].done, 0, memory_order_relaxed);
+    atomic_store(&sluice_trace_next, 0);
     pthread_mutex_init(&registry_lock, NULL);
     for (struct sluice_record *r = all_records; r; r = r->next) {
         atomic_store(&r->lock, 0);

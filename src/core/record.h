@@ -57,6 +57,7 @@ struct sluice_record {
     uint16_t ni, nf;                 /* integer and float counters per side */
     uint32_t flags;                  /* enum sluice_record_flags */
     uint32_t log_gen;                /* log writer's mark: in the log being written */
+    uint32_t log_index;              /* its entry in that log's NAMES region */
     int64_t last_end[SLUICE_NUM_SIDES][2]; /* end of the previous read [0] / write [1]; -1: none */
     int last_kind[SLUICE_NUM_SIDES]; /* 0 none, 1 read, 2 write: for RW_SWITCHES */
     const char *path;                /* absolute, normalised */

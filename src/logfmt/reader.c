@@ -38,6 +38,10 @@ struct sluice_log {
     size_t nmodules;
     struct sluice_log_record *records;
     size_t nrecords;
+    struct sluice_log_segment *segs;
+    size_t nsegs;
+    uint64_t trace_dropped;
+    int has_trace;
 };
 
 #define BLOCK_SIZE ((size_t)64 * 1024)
@@ -96,6 +100,7 @@ void sluice_logreader_close(struct sluice_log *log)
     free(log->info);
     free(log->modules);
     free(log->records);
+    free(log->segs);
     free(log);
 }
 
@@ -606,6 +611,49 @@ static int parse_module(struct ctx *c, const struct region *r, const struct modm
     return 0;
 }
 
+/* A TRACE region: its segments after those of earlier ones. */
+static int parse_trace(struct ctx *c, const struct region *r, const struct names *t)
+{
+    struct sluice_log *log = c->log;
+    struct cur cur = {r->body, r->len};
+    uint64_t n, dropped;
+
+    if (get64(&cur, &n) < 0 || get64(&cur, &dropped) < 0)
+        return cur_fail(c, -1, "trace");
+    if (n > cur.left / SLUICE_LOG_TRACE_SEG_SIZE)
+        return fail(c, "trace region is truncated (%llu segments announced)", (unsigned long long)n);
+    log->has_trace = 1;
+    log->trace_dropped += dropped;
+    if (n == 0)
+        return 0;
+    if (log->nsegs + n > SIZE_MAX / sizeof *log->segs)
+        return oom(c);
+    struct sluice_log_segment *segs = realloc(log->segs, (log->nsegs + n) * sizeof *segs);
+    if (!segs)
+        return oom(c);
+    log->segs = segs;
+    segs += log->nsegs;
+    const unsigned char *p = cur.p;
+    const unsigned char *idx = p, *mod = p + 4 * n, *op = mod + n, *col = op + n;
+    for (uint64_t k = 0; k < n; k++) {
+        uint32_t i = le32(idx + 4 * k);
+        if (i >= t->nindexed)
+            return fail(c, "trace segment %llu names an entry NAMES does not have", (unsigned long long)k);
+        segs[k].path = t->indexed[i];
+        segs[k].module = mod[k];
+        segs[k].op = op[k];
+        uint64_t v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = le64(col + 8 * ((uint64_t)j * n + k));
+        memcpy(&segs[k].offset, &v[0], 8);
+        memcpy(&segs[k].length, &v[1], 8);
+        memcpy(&segs[k].start_ns, &v[2], 8);
+        memcpy(&segs[k].end_ns, &v[3], 8);
+    }
+    log->nsegs += n;
+    return 0;
+}
+
 /* A DEFLATE region becomes the region it holds, inflated into *buf (the
  * caller frees it). The stream must end exactly at the end of the region
  * and give exactly the announced length. */
@@ -777,6 +825,10 @@ static int parse_regions(struct ctx *c, const unsigned char *d, size_t len, unsi
         if (reg[i].type == SLUICE_LOG_R_MODULE && parse_module(c, &reg[i], map, &names) < 0)
             goto out;
     }
+    for (i = 0; i < nreg; i++) {
+        if (reg[i].type == SLUICE_LOG_R_TRACE && parse_trace(c, &reg[i], &names) < 0)
+            goto out;
+    }
     rc = 0;
 out:
     free(map);
@@ -939,6 +991,26 @@ int sluice_log_counter_index(const struct sluice_log_module *mod, const char *na
         }
     }
     return -1;
+}
+
+size_t sluice_log_nsegments(const struct sluice_log *log)
+{
+    return log->nsegs;
+}
+
+const struct sluice_log_segment *sluice_log_segment_at(const struct sluice_log *log, size_t i)
+{
+    return i < log->nsegs ? &log->segs[i] : NULL;
+}
+
+uint64_t sluice_log_trace_dropped(const struct sluice_log *log)
+{
+    return log->trace_dropped;
+}
+
+int sluice_log_has_trace(const struct sluice_log *log)
+{
+    return log->has_trace;
 }
 
 size_t sluice_log_nrecords(const struct sluice_log *log)

@@ -17,8 +17,10 @@
 #include "common/crc32.h"
 #include "common/diag.h"
 #include "core/config.h"
+#include "core/counters.h"
 #include "core/mounts.h"
 #include "core/record.h"
+#include "core/trace.h"
 #include "sys/real.h"
 #include "sluice/sluice_logfmt.h"
 
@@ -367,7 +369,7 @@ static int make_dirs(const char *dir)
     return 0;
 }
 
-enum content { C_PROCESS, C_SCHEMA, C_NAMES, C_MODULE };
+enum content { C_PROCESS, C_SCHEMA, C_NAMES, C_MODULE, C_TRACE };
 
 /* What the regions are written from. */
 struct source {
@@ -377,6 +379,7 @@ struct source {
     double spt;         /* seconds per clock tick */
     unsigned module;    /* C_MODULE: which */
     uint32_t nrec[SLUICE_MOD_END]; /* records to write per module */
+    uint64_t ntrace, trace_dropped;  /* trace segments to write (marked 2), and not */
 };
 
 /* Values per record in a MODULE region of layout 1, and records per group. */
@@ -389,6 +392,31 @@ static size_t module_group(const struct sluice_module_info *mi)
 {
     size_t g = sizeof gvals / sizeof gvals[0] / module_values(mi);
     return g > GROUP_MAX ? GROUP_MAX : g;
+}
+
+/* The trace's segments marked for this log (done == 2), column by column. */
+static void emit_trace(struct out *o, const struct source *src)
+{
+    const int64_t kept = sluice_trace_kept();
+    const double ns_per_tick = src->spt * 1e9;
+
+    out_u64(o, src->ntrace);
+    out_u64(o, src->trace_dropped);
+    for (int col = 0; col < 7; col++)
+        for (int64_t i = 0; i < kept; i++) {
+            const struct sluice_trace_seg *g = &sluice_trace_segs[i];
+            if (atomic_load_explicit(&g->done, memory_order_acquire) != 2)
+                continue;
+            switch (col) {
+            case 0: out_u32(o, g->rec->log_index); break;
+            case 1: { unsigned char m = (unsigned char)g->rec->module; out_bytes(o, &m, 1); break; }
+            case 2: out_bytes(o, &g->write, 1); break;
+            case 3: out_u64(o, (uint64_t)g->offset); break;
+            case 4: out_u64(o, (uint64_t)g->length); break;
+            case 5: out_u64(o, (uint64_t)ticks_to_ns(sluice_ticks_since_start(g->t0), ns_per_tick)); break;
+            default: out_u64(o, (uint64_t)ticks_to_ns(sluice_ticks_since_start(g->t1), ns_per_tick)); break;
+            }
+        }
 }
 
 /* The bytes of one region (without its compression). */
@@ -456,6 +484,9 @@ static void emit(struct out *o, enum content what, const struct source *src)
         }
         break;
     }
+    case C_TRACE:
+        emit_trace(o, src);
+        break;
     case C_MODULE: {
         const struct sluice_module_info *mi = sluice_module(src->module);
         size_t nv = module_values(mi), group = module_group(mi), g = 0;
@@ -498,6 +529,8 @@ static uint64_t region_bound(enum content what, const struct source *src)
             if (rec->log_gen == src->gen)
                 n += 4 + strlen(rec->path);
         return n;
+    case C_TRACE:
+        return 16 + SLUICE_LOG_TRACE_SEG_SIZE * src->ntrace;
     case C_MODULE: {
         const struct sluice_module_info *mi = sluice_module(src->module);
         uint64_t nrec = src->nrec[src->module], group = module_group(mi), nv = module_values(mi);
@@ -582,13 +615,30 @@ static int mark_records(struct source *src)
 
     src->head = sluice_records_first();
     src->gen = ++write_gen;
+    uint32_t index = 0;
     for (struct sluice_record *rec = src->head; rec; rec = rec->next)
         if (rec->module < SLUICE_MOD_END && sluice_module(rec->module) && record_active(rec)) {
             rec->log_gen = src->gen;
+            rec->log_index = index++;   /* NAMES lists the marked records in this order */
             src->nrec[rec->module]++;
         }
     for (unsigned m = 0; m < SLUICE_MOD_END; m++)
         nreg += src->nrec[m] > 0;
+    /* The trace: the segments complete now whose file is in the log are
+     * marked 2, the set the TRACE region holds (a call still being traced
+     * by another thread is left out, and counted as dropped). */
+    int64_t kept = sluice_trace_kept();
+    src->trace_dropped = (uint64_t)sluice_trace_dropped();
+    for (int64_t i = 0; i < kept; i++) {
+        struct sluice_trace_seg *g = &sluice_trace_segs[i];
+        unsigned char one = 1;
+        if (g->rec && g->rec->log_gen == src->gen &&
+            atomic_compare_exchange_strong_explicit(&g->done, &one, 2, memory_order_acq_rel, memory_order_acquire))
+            src->ntrace++;
+        else if (atomic_load_explicit(&g->done, memory_order_acquire) != 2)
+            src->trace_dropped++;
+    }
+    nreg += src->ntrace > 0 || src->trace_dropped > 0;
     return nreg;
 }
 
@@ -606,13 +656,15 @@ static void write_regions(struct out *o, struct region *reg, int *nreg, struct s
         src->module = m;
         put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_MODULE, sluice_module(m)->version, z, C_MODULE, src);
     }
+    if (src->ntrace > 0 || src->trace_dropped > 0)
+        put_region(o, &reg[(*nreg)++], SLUICE_LOG_R_TRACE, 1, z, C_TRACE, src);
 }
 
 int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
                      char *final_path, unsigned long final_path_len)
 {
     char name[PATH_MAX], tmp[PATH_MAX], job[128], host[128], exe[64];
-    struct region reg[3 + SLUICE_MOD_END];
+    struct region reg[4 + SLUICE_MOD_END];
     int nreg = 0;
     struct out o = {0};
     int rc;

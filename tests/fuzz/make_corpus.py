@@ -179,6 +179,13 @@ def main() -> None:
     out["gen-v3-names-twice"] = build(proc3 + schema3 + names3 + names3 + mods3, major=3)
     out["gen-v3-as-2"] = build(regions3, major=2)
     out["gen-v3-z-all"] = build([(5, v, deflated(t, b)) for t, v, b in regions3], major=3)
+    # 3.1: a TRACE region of three segments naming the log's entries 0..2, and damaged ones
+    def trace(n: int, idx: list[int], dropped: int = 0) -> bytes:
+        return (struct.pack("<QQ", n, dropped) + b"".join(struct.pack("<I", i) for i in idx) + bytes([1] * len(idx))
+                + bytes([1, 0, 1][: len(idx)]) + b"".join(struct.pack("<q", v) for v in range(4 * len(idx))))
+    for what, body in {"ok": trace(3, [0, 1, 2], 7), "empty": trace(0, []), "count": trace(4, [0, 1, 2]),
+                       "index": trace(3, [0, 9, 2]), "short": trace(3, [0, 1, 2])[:12]}.items():
+        out[f"gen-v31-trace-{what}"] = build(regions3 + [(6, 1, body)], major=3, minor=1)
     for name, data in out.items():
         (OUT / name).write_bytes(data)
     print(f"{len(out)} files in {OUT}")

@@ -57,13 +57,19 @@ def c_json(*paths: Path) -> list[dict[str, Any]]:
 
 def py_json(log: Log) -> dict[str, Any]:
     """The Python reader's view, in the shape of sluice-logdump --json."""
-    return {
+    out = {
         "path": str(log.path), "version": f"{log.version[0]}.{log.version[1]}", "flags": log.flags,
         "pid": log.pid, "ppid": log.ppid, "rank": log.rank, "nprocs": log.nprocs,
         "start_ns": log.start_ns, "end_ns": log.end_ns, "end_reason": log.end_reason, "info": log.info,
         "records": [{"module": r.module, "id": r.id, "path": r.path, "flags": r.flags, "app": r.app, "fs": r.fs}
                     for r in log.records],
     }
+    t = log.trace
+    if t is not None:
+        out["trace"] = {"dropped": t.dropped, "segments": [
+            [p, *row] for p, row in zip(t.paths, zip(t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                                     t.length.tolist(), t.start_ns.tolist(), t.end_ns.tolist()))]}
+    return out
 
 
 def assert_same(c: Any, py: Any, where: str = "") -> None:

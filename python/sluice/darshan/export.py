@@ -173,6 +173,33 @@ def modules_of(job: RankedJob, records: list[RankRecord], side: str, per_rank: b
     return mods, names
 
 
+def dxt_modules(job: RankedJob) -> tuple[dict[int, ModuleData], dict[int, str]]:
+    """The processes' traces (sluice run --trace) as Darshan's DXT_POSIX and
+    DXT_MPIIO modules: one record per file and rank, its writes then its
+    reads, times from the job's start."""
+    segs: dict[tuple[int, str, int], tuple[list, list, str]] = {}
+    for l in job.logs:
+        t = l.trace
+        if t is None or not len(t):
+            continue
+        rank = job.rank_of[id(l)]
+        shift = (l.start_ns - job.start_ns) / 1e9
+        for path, mod, op, off, n, t0, t1 in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                                  t.length.tolist(), t.start_ns.tolist(), t.end_ns.tolist()):
+            mid = {1: L.DXT_POSIX, 3: L.DXT_MPIIO}.get(mod)
+            if mid is None:
+                continue
+            w, r, _ = segs.setdefault((mid, path, rank), ([], [], l.info.get("host", "")))
+            (w if op else r).append(L.DXT_SEGMENT.pack(off, n, shift + t0 / 1e9, shift + t1 / 1e9))
+    mods: dict[int, ModuleData] = {}
+    names: dict[int, str] = {}
+    for (mid, path, rank), (w, r, host) in sorted(segs.items()):
+        head = L.DXT_RECORD.pack(record_id(path), rank, 0, host.encode()[:63], len(w), len(r))
+        mods.setdefault(mid, ModuleData()).records.append(head + b"".join(w) + b"".join(r))
+        names[record_id(path)] = path
+    return mods, names
+
+
 def _mounts(logs: list[Log], paths: set[str]) -> list[tuple[str, str]]:
     """The mount points of the recorded files, with their types: as the logs
     name them, and for logs that do not (older ones), from this host's
@@ -254,6 +281,10 @@ def export_job(job_id: str, logs: list[Log], out_dir: Path, per_rank: bool = Fal
     nrec = 0
     for side in SIDES:
         mods, names = modules_of(job, records, side, per_rank)
+        if side == "app":   # the trace is of the calls the application made
+            dxt, dxt_names = dxt_modules(job)
+            mods.update(dxt)
+            names.update(dxt_names)
         md = {"lib_ver": f"sluice-{__version__}", "sluice_view": side, "sluice_job_id": job.job_id, "sluice_version": __version__,
               "sluice_mode": ",".join(sorted({l.info.get("mode", "?") for l in job.logs})),
               "sluice_host": ",".join(sorted({l.info.get("host", "?") for l in job.logs})),

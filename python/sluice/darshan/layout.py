@@ -30,10 +30,17 @@ METADATA_LEN = 1024
 BASE_RECORD = struct.Struct("<Qq")    # record id, rank (-1: shared by every rank)
 
 # Module ids are positions in Darshan's module table.
-POSIX, MPIIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, BGQ, LUSTRE, STDIO = 1, 2, 3, 4, 5, 6, 7, 8, 9
+POSIX, MPIIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, BGQ, LUSTRE, STDIO, DXT_POSIX, DXT_MPIIO = range(1, 12)
 MODULE_NAMES = {POSIX: "POSIX", MPIIO: "MPI-IO", H5F: "H5F", H5D: "H5D", PNETCDF_FILE: "PNETCDF_FILE",
                 PNETCDF_VAR: "PNETCDF_VAR", STDIO: "STDIO"}
-MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, H5F: 3, H5D: 2, PNETCDF_FILE: 3, PNETCDF_VAR: 1, STDIO: 2}
+MODULE_VERSIONS = {POSIX: 4, MPIIO: 3, H5F: 3, H5D: 2, PNETCDF_FILE: 3, PNETCDF_VAR: 1, STDIO: 2, DXT_POSIX: 1,
+                   DXT_MPIIO: 2}
+MODULE_NAMES.update({DXT_POSIX: "DXT_POSIX", DXT_MPIIO: "DXT_MPIIO"})
+# A DXT record: base record, shared_record (-1: a shared file's), hostname[64],
+# write_count, read_count; then its segments, writes first: offset, length,
+# start and end (seconds since the job started).
+DXT_RECORD = struct.Struct("<Qqq64sqq")
+DXT_SEGMENT = struct.Struct("<qqdd")
 # Modules whose records carry the record id of their file after the base
 # record (darshan_hdf5_dataset's and darshan_pnetcdf_var's file_rec_id).
 WITH_FILE_ID = {H5D, PNETCDF_VAR}

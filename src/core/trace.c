@@ -1,0 +1,40 @@
+/* The per-call trace; see trace.h. */
+#include "core/trace.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/mman.h>
+
+struct sluice_trace_seg *sluice_trace_segs;
+int64_t sluice_trace_cap;
+atomic_llong sluice_trace_next;
+
+int sluice_trace_init(int64_t cap)
+{
+    if (cap <= 0)
+        return 0;
+    /* reserved, not touched: a cap of millions costs only the calls traced */
+    void *p = mmap(NULL, (size_t)cap * sizeof *sluice_trace_segs, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    sluice_trace_segs = p;
+    sluice_trace_cap = cap;
+    return 0;
+}
+
+void sluice_trace_add(struct sluice_record *rec, int write, int64_t offset, int64_t length, uint64_t t0,
+                      uint64_t t1)
+{
+    long long i = atomic_fetch_add_explicit(&sluice_trace_next, 1, memory_order_relaxed);
+    if (i >= sluice_trace_cap)
+        return;
+    struct sluice_trace_seg *s = &sluice_trace_segs[i];
+    s->rec = rec;
+    s->offset = offset;
+    s->length = length;
+    s->t0 = t0;
+    s->t1 = t1;
+    s->write = (uint8_t)write;
+    atomic_store_explicit(&s->done, 1, memory_order_release);
+}

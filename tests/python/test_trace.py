@@ -1,0 +1,115 @@
+"""The per-call trace (`sluice run --trace N`, SLUICE_TRACE; docs/darshan.md,
+"DXT"): the first N reads and writes of each process with their file,
+offset, length and times, in the log's TRACE region (both readers read it
+alike and refuse a damaged one), exported as Darshan's DXT_POSIX and
+DXT_MPIIO modules that PyDarshan reads."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import bin_path, sluice
+from test_logfmt import assert_c_refuses, assert_py_refuses, assert_same, build, c_json, py_json, split
+
+from sluice.logfmt import read_log
+
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
+
+# tests/progs/access_pattern.c: positional writes, then two reads, each (offset, length)
+WRITES = [(i * 1500, 1000) for i in range(10)] + [(20000 + i * 400, 300) for i in range(6)] + \
+    [(40000 + i * 4096, 4096) for i in range(3)]
+READS = [(0, 1000), (1500, 1000)]
+
+
+def _traced(tmp_path: Path, *run: str) -> list[Path]:
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sluice("run", "--log-dir", str(logs), "--path", str(work), *run, "--", str(bin_path("access_pattern")), str(work))
+    return sorted(logs.glob("*.sluice"))
+
+
+def test_first_calls_kept_the_rest_counted(tmp_path):
+    (path,) = _traced(tmp_path, "--trace", "20")
+    log = read_log(path)
+    t = log.trace
+    assert log.version == (3, 1) and t is not None and len(t) == 20 and t.dropped == 1
+    calls = [(1, off, n) for off, n in WRITES] + [(0, off, n) for off, n in READS]
+    assert list(zip(t.op.tolist(), t.offset.tolist(), t.length.tolist())) == calls[:20]   # in call order
+    assert set(t.paths) == {str(tmp_path / "work" / "pattern.bin")} and set(t.module.tolist()) == {1}
+    starts, ends = t.start_ns.tolist(), t.end_ns.tolist()
+    assert all(0 < s <= e for s, e in zip(starts, ends)) and starts == sorted(starts)
+    assert ends[-1] <= log.end_ns - log.start_ns
+    (c,) = c_json(path)
+    assert_same(c, py_json(log))
+    assert c["trace"]["dropped"] == 1 and c["trace"]["segments"][0][:5] == [str(tmp_path / "work" / "pattern.bin"),
+                                                                            1, 1, 0, 1000]
+
+
+def test_no_trace_unless_asked(tmp_path):
+    (path,) = _traced(tmp_path)
+    log = read_log(path)
+    assert log.trace is None
+    assert 6 not in [t for t, _, _ in split(path.read_bytes())[1]]     # no TRACE region, no DEFLATE holding one
+    assert "trace" not in c_json(path)[0]
+
+
+def test_damaged_trace_refused_alike(tmp_path):
+    (path,) = _traced(tmp_path, "--trace", "5")
+    head, regions = split(path.read_bytes())
+    assert head["major"] == 3 and head["minor"] == 1
+    plain = []
+    for t, v, body in regions:          # the regions as stored, uncompressed
+        if t == 5:
+            t, body = struct.unpack_from("<I", body)[0], zlib.decompress(body[16:])
+        plain.append((t, v, body))
+    trace = next(b for t, _, b in plain if t == 6)
+    n = struct.unpack_from("<Q", trace)[0]
+    assert n == 5
+    bad_index = bytearray(trace)
+    struct.pack_into("<I", bad_index, 16 + 4 * 2, 999)
+    cases = {
+        "short": (trace[:10], "trace region is truncated"),
+        "count": (struct.pack("<Q", n + 1) + trace[8:], "trace region is truncated (6 segments announced)"),
+        "index": (bytes(bad_index), "trace segment 2 names an entry NAMES does not have"),
+    }
+    for what, (body, phrase) in cases.items():
+        p = tmp_path / f"{what}.sluice"
+        p.write_bytes(build([(t, v, body if t == 6 else b) for t, v, b in plain], major=3, minor=1))
+        assert phrase in assert_py_refuses(p), what
+        assert phrase in assert_c_refuses(p), what
+
+
+def test_dxt_export_read_by_pydarshan(tmp_path):
+    darshan = pytest.importorskip("darshan")
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sluice("run", "--trace", "1000", "--log-dir", str(logs), "--path", str(work), "--", "mpirun", "--oversubscribe",
+           "-np", "2", str(bin_path("mpiio_known")), str(work), env=MPI_ENV)
+    sluice("run", "--trace", "1000", "--log-dir", str(tmp_path / "l2"), "--path", str(work), "--",
+           str(bin_path("access_pattern")), str(work))
+    # MPI-IO: each rank's calls, in both the MPI-IO and the POSIX trace
+    sluice("export", "--darshan", "-o", str(tmp_path / "d"), str(logs))
+    (app,) = [p for p in (tmp_path / "d").glob("*.darshan") if not p.name.endswith(".fs.darshan")]
+    rep = darshan.DarshanReport(str(app), read_all=True)
+    assert {"DXT_POSIX", "DXT_MPIIO"} <= set(rep.records)
+    mpi = {d["rank"]: d for d in rep.records["DXT_MPIIO"].to_df()}
+    assert sorted(mpi) == [0, 1]
+    ours = {read_log(p).rank: read_log(p) for p in logs.glob("*.sluice")}
+    for rank, d in mpi.items():
+        t = ours[rank].trace
+        mine = (t.module == 3)
+        assert d["write_count"] == int((t.op[mine] == 1).sum()) and d["read_count"] == int((t.op[mine] == 0).sum())
+        assert list(d["write_segments"]["length"]) == t.length[mine & (t.op == 1)].tolist()
+        assert rep.name_records[d["id"]] == str(work / "known.dat") and d["hostname"] == ours[rank].info["host"]
+    # POSIX: the access pattern's offsets and lengths, writes then reads
+    sluice("export", "--darshan", "-o", str(tmp_path / "d2"), str(tmp_path / "l2"))
+    (app,) = [p for p in (tmp_path / "d2").glob("*.darshan") if not p.name.endswith(".fs.darshan")]
+    (d,) = darshan.DarshanReport(str(app), read_all=True).records["DXT_POSIX"].to_df()
+    w, r = d["write_segments"], d["read_segments"]
+    assert list(zip(w["offset"], w["length"])) == WRITES and list(zip(r["offset"], r["length"])) == READS
+    assert (w["start_time"] <= w["end_time"]).all() and w["start_time"].is_monotonic_increasing
+    assert 0 < w["start_time"].iloc[0] < r["end_time"].iloc[-1]
