@@ -198,6 +198,13 @@ def test_file_layouts_recorded(cdir, logdir, tmp_path):
             assert layout_counters(logs, f) == {}      # nothing set by sluice outside auto
         assert ceph_layout(sub / f"{mode}.bin") == \
             "stripe_unit=1048576 stripe_count=3 object_size=4194304 pool=cephfs_data"
+    # the report's access-pattern table shows it beside the file system
+    logs = tmp_path / "stage-wide"
+    page = tmp_path / "r.html"
+    sluice("report", "--html", str(page), str(logs))
+    html = page.read_text()
+    row = html[html.index('<table class="files" id="pattern">'):].split("</tr>")[1]
+    assert row.rstrip().endswith("; 3 x 1.0 MiB stripes, 4.0 MiB objects</td>"), row
     # two processes' records of one file merge to the one layout, not its sum
     logs = tmp_path / "two"
     f = sub / "two.bin"

@@ -384,6 +384,8 @@ def _pattern_table(job: Job, top: int) -> str:
         fs = f"{r['fs_type']} {r['mount']}" if r["mount"] else "?"
         if r["file_alignment"]:
             fs += f" ({r['file_alignment']:,} B blocks)"
+        if r["layout"]:
+            fs += f"; {r['layout']}"
         out.append(f'<tr><td class="path">{esc(r["path"])}</td><td>{esc(counts_text(r["sizes"]))}</td>'
                    f'<td>{esc(counts_text(r["strides"]))}</td><td class="num">{r["file_not_aligned"]:,}</td>'
                    f'<td class="num">{r["mem_not_aligned"]:,}</td><td>{esc(fs)}</td></tr>')

@@ -63,8 +63,27 @@ def pattern_rows(files: list, mounts: list[tuple[str, str]], top: int) -> list[d
                      "file_not_aligned": int(f.app.get("POSIX_FILE_NOT_ALIGNED", 0)),
                      "file_alignment": int(f.app.get("POSIX_FILE_ALIGNMENT", 0)),
                      "mem_not_aligned": int(f.app.get("POSIX_MEM_NOT_ALIGNED", 0)),
-                     "mount": m[0] if m else "", "fs_type": m[1] if m else ""})
+                     "mount": m[0] if m else "", "fs_type": m[1] if m else "",
+                     "layout": layout_text(f.app)})
     return rows
+
+
+def layout_text(c: Mapping[str, float]) -> str:
+    """The file's layout as the file system gave it at open ("3 x 1.0 MiB
+    stripes", CephFS's object size after it); "" where none was read."""
+    from sluice.report.text import human_bytes
+
+    size, count = int(c.get("POSIX_STRIPE_SIZE", 0)), int(c.get("POSIX_STRIPE_COUNT", 0))
+    if size <= 0:
+        return ""
+    text = f"{'all' if count < 0 else count} x {human_bytes(size)} stripe{'s' if count != 1 else ''}"
+    obj = int(c.get("POSIX_OBJECT_SIZE", 0))
+    if obj:
+        text += f", {human_bytes(obj)} objects"
+    comps = int(c.get("POSIX_LAYOUT_COMPONENTS", 0))
+    if comps > 1:
+        text += f" (first of {comps} components)"
+    return text
 
 
 def mount_rows(files: list, mounts: list[tuple[str, str]]) -> list[dict]:

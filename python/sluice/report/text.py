@@ -187,6 +187,8 @@ def _pattern_table(con: Console, job: Job, top: int) -> None:
         fs = f"{r['fs_type']} {r['mount']}" if r["mount"] else "?"
         if r["file_alignment"]:
             fs += f" ({r['file_alignment']:,} B blocks)"
+        if r["layout"]:
+            fs += f"; {r['layout']}"
         t.add_row(r["path"], counts_text(r["sizes"]), counts_text(r["strides"]), align, fs)
     con.print(t)
 
