@@ -429,3 +429,38 @@ def test_the_export_has_darshans_counters(prog, tmp_path_factory, tmp_path):
             {n: v for n, v in real[key].items() if n not in BY_DESIGN}, key
     rep = darshan.DarshanReport(str(tmp_path / "real.darshan"), read_all=False)
     assert rep.metadata["job"]["nprocs"] == records(app)[0].metadata["job"]["nprocs"]
+
+
+def test_lustre_layouts_exported_as_darshans_lustre_module(tmp_path):
+    """Files on a Lustre mount whose layout the runtime read at open become
+    records of Darshan's LUSTRE module (one per file, rank -1 when several
+    ranks opened it), which PyDarshan reads; files elsewhere do not. (No
+    Lustre here: the logs are made in Python, as the runtime writes them.)"""
+    from sluice.darshan.export import export_job
+    from sluice.logfmt import Log, Record
+
+    def rec(path: str, stripes: int, size: int) -> Record:
+        c = {"POSIX_OPENS": 1, "POSIX_WRITES": 4, "POSIX_BYTES_WRITTEN": 4 << 20, "POSIX_MAX_BYTE_WRITTEN": (4 << 20) - 1,
+             "POSIX_MAX_BYTE_READ": -1, "POSIX_STRIPE_SIZE": size, "POSIX_STRIPE_COUNT": stripes,
+             "POSIX_LAYOUT_COMPONENTS": 1, "POSIX_F_WRITE_TIME": 0.5}
+        return Record("POSIX", record_id(path), path, 0, dict(c), dict(c))
+
+    start = 1_700_000_000 * 10 ** 9
+    logs = [Log(tmp_path / f"{r}.sluice", (3, 1), 0, 100 + r, 1, r, 2, start, start + 10 ** 9, "exit",
+                {"job_id": "7", "host": "n1", "exe": "/bin/sim", "cmdline": "/bin/sim", "mode": "profile",
+                 "mounts": "ext4\t/\nlustre\t/lus\n"}, {},
+                [rec("/lus/run/shared.dat", 8, 4 << 20), rec(f"/lus/run/out.{r}", 1, 1 << 20),
+                 rec(f"/home/u/log.{r}", 0, 0)]) for r in range(2)]
+    for l in logs:
+        l.path.write_bytes(b"")
+    ex = export_job("7", logs, tmp_path)
+    rep = darshan.DarshanReport(str(ex.app), read_all=True)
+    got = {}
+    for i in range(len(rep.records["LUSTRE"])):
+        r = rep.records["LUSTRE"][i]
+        (comp,) = r["components"]
+        got[(rep.name_records[r["id"]], int(r["rank"]))] = (comp["counters"].tolist(), comp["ost_ids"].tolist())
+    # LUSTRE_COMP_STRIPE_SIZE, _STRIPE_COUNT, _PATTERN (RAID0), _FLAGS, _EXT_START, _EXT_END (EOF), _MIRROR_ID
+    assert got == {("/lus/run/shared.dat", -1): ([4 << 20, 8, 1, 0, 0, -1, 0], [-1] * 8),
+                   ("/lus/run/out.0", 0): ([1 << 20, 1, 1, 0, 0, -1, 0], [-1]),
+                   ("/lus/run/out.1", 1): ([1 << 20, 1, 1, 0, 0, -1, 0], [-1])}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,6 +201,34 @@ def dxt_modules(job: RankedJob) -> tuple[dict[int, ModuleData], dict[int, str]]:
     return mods, names
 
 
+def lustre_module(job: RankedJob, records: list[RankRecord]) -> tuple[dict[int, ModuleData], dict[int, str]]:
+    """Darshan's LUSTRE module for the files on Lustre mounts whose layout the
+    runtime read at open (POSIX_STRIPE_SIZE, ...): one record per file (rank
+    -1 when several ranks opened it), its first component as sluice reads it
+    (stripe size and count, RAID0, the whole file); its OST ids are -1:
+    sluice does not read them."""
+    mounts = log_mounts(job.logs)
+    by_file: dict[str, list[RankRecord]] = defaultdict(list)
+    for r in records:
+        if r.module == L.POSIX and r.app.get("POSIX_STRIPE_SIZE", 0) > 0:
+            m = mount_of(r.path, mounts)
+            if m and m[1] == "lustre":
+                by_file[r.path].append(r)
+    mods: dict[int, ModuleData] = {}
+    names: dict[int, str] = {}
+    for path, parts in sorted(by_file.items()):
+        c = parts[0].app
+        rank = parts[0].rank if len({p.rank for p in parts}) == 1 else -1
+        count = int(c.get("POSIX_STRIPE_COUNT", 0))
+        stripes = max(0, count)
+        comp = L.LUSTRE_COMP.pack(int(c["POSIX_STRIPE_SIZE"]), count, 1, 0, 0, -1, 0, b"")
+        osts = b"".join(struct.pack("<q", -1) for _ in range(stripes))
+        mods.setdefault(L.LUSTRE, ModuleData()).records.append(
+            L.LUSTRE_HEAD.pack(record_id(path), rank, 1, stripes) + comp + osts)
+        names[record_id(path)] = path
+    return mods, names
+
+
 def _mounts(logs: list[Log], paths: set[str]) -> list[tuple[str, str]]:
     """The mount points of the recorded files, with their types: as the logs
     name them, and for logs that do not (older ones), from this host's
@@ -285,6 +314,9 @@ def export_job(job_id: str, logs: list[Log], out_dir: Path, per_rank: bool = Fal
             dxt, dxt_names = dxt_modules(job)
             mods.update(dxt)
             names.update(dxt_names)
+        lus, lus_names = lustre_module(job, records)    # the files' layout: the same in both views
+        mods.update(lus)
+        names.update(lus_names)
         md = {"lib_ver": f"sluice-{__version__}", "sluice_view": side, "sluice_job_id": job.job_id, "sluice_version": __version__,
               "sluice_mode": ",".join(sorted({l.info.get("mode", "?") for l in job.logs})),
               "sluice_host": ",".join(sorted({l.info.get("host", "?") for l in job.logs})),

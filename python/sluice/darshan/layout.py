@@ -40,6 +40,13 @@ MODULE_NAMES.update({DXT_POSIX: "DXT_POSIX", DXT_MPIIO: "DXT_MPIIO"})
 # write_count, read_count; then its segments, writes first: offset, length,
 # start and end (seconds since the job started).
 DXT_RECORD = struct.Struct("<Qqq64sqq")
+# A LUSTRE record (version 2): base record, num_comps, num_stripes; then per
+# component its 7 counters and a 16-byte pool name; then num_stripes OST ids.
+LUSTRE_VERSION = 2
+LUSTRE_HEAD = struct.Struct("<Qqqq")
+LUSTRE_COMP = struct.Struct("<7q16s")
+MODULE_VERSIONS[LUSTRE] = LUSTRE_VERSION
+MODULE_NAMES[LUSTRE] = "LUSTRE"
 DXT_SEGMENT = struct.Struct("<qqdd")
 # Modules whose records carry the record id of their file after the base
 # record (darshan_hdf5_dataset's and darshan_pnetcdf_var's file_rec_id).
