@@ -221,12 +221,19 @@ void sluice_pnc_opened(const char *path, int create, int rc, const int *ncidp, u
     pthread_mutex_unlock(&lock);
 }
 
-void sluice_pnc_file_call(int ncid, int rc, int counter, uint64_t t0, uint64_t t1)
+/* The record of an open ncid, or NULL (not recorded, or not open). */
+static struct sluice_record *file_record(int ncid)
 {
     pthread_mutex_lock(&lock);
     struct open_file *f = file_find(ncid);
     struct sluice_record *r = f ? f->rec : NULL;
     pthread_mutex_unlock(&lock);
+    return r;
+}
+
+void sluice_pnc_file_call(int ncid, int rc, int counter, uint64_t t0, uint64_t t1)
+{
+    struct sluice_record *r = file_record(ncid);
     if (!r)
         return;
     if (rc != SLUICE_NC_NOERR)
@@ -237,10 +244,7 @@ void sluice_pnc_file_call(int ncid, int rc, int counter, uint64_t t0, uint64_t t
 
 void sluice_pnc_waited(int ncid, int rc, int collective, uint64_t t0, uint64_t t1)
 {
-    pthread_mutex_lock(&lock);
-    struct open_file *f = file_find(ncid);
-    struct sluice_record *r = f ? f->rec : NULL;
-    pthread_mutex_unlock(&lock);
+    struct sluice_record *r = file_record(ncid);
     if (!r)
         return;
     sluice_record_lock(r);
@@ -258,10 +262,7 @@ void sluice_pnc_closing(int ncid, int64_t *put_size, int64_t *get_size)
     MPI_Offset put = -1, get = -1;
 
     *put_size = *get_size = -1;
-    pthread_mutex_lock(&lock);
-    int known = file_find(ncid) != NULL;
-    pthread_mutex_unlock(&lock);
-    if (!known)
+    if (!file_record(ncid))
         return;
     pthread_once(&q_once, q_resolve);
     if (q.inq_put_size && q.inq_put_size(ncid, &put) == SLUICE_NC_NOERR)
@@ -377,9 +378,7 @@ void sluice_pnc_var_found(int ncid, const char *name, int rc, const int *varidp,
 
     if (rc != SLUICE_NC_NOERR || !name || !varidp || !queries())
         return;
-    pthread_mutex_lock(&lock);
-    int known = file_find(ncid) != NULL;
-    pthread_mutex_unlock(&lock);
+    int known = file_record(ncid) != NULL;
     /* NC_MAX_VAR_DIMS is 1024 in PnetCDF: the dimension ids fit */
     if (known && q.inq_var(ncid, *varidp, NULL, &xtype, &ndims, dimids, &natts) == SLUICE_NC_NOERR && ndims >= 0 &&
         ndims <= 1024)

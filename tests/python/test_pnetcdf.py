@@ -94,6 +94,16 @@ def test_writes_counted_per_variable(jobs):
     assert not any(":" in x["path"] for x in rep["files"])
     text = sluice("report", str(jobs["write"])).stdout
     assert "PnetCDF: 1 file, 4 variables" in text
+    # and the HTML page's section: the busiest variable first, its calls per API kind
+    import re
+    page = jobs["write"].parent / "write.html"
+    sluice("report", "--html", str(page), str(jobs["write"]))
+    html = page.read_text()
+    section = html[html.index('<section id="pnetcdf">'):]
+    row = section[section.index(f'<tr data-variable="{jobs["file"]}:temp">'):].split("</tr>")[0]
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", row) == [
+        f"{jobs['file']}:temp", "4", f"{owned}", f"{4 * most + 4}", "0", "2.2 KiB",
+        f"{4 * most + owned} vara, 4 varn", "3 (record)"]
 
 
 def test_reads_of_each_kind(jobs):

@@ -47,20 +47,27 @@ def hdf5_rows(job: Job) -> tuple[int, list[dict]]:
     return files, rows
 
 
+def print_rows(con: Console, title: str, columns: tuple[tuple[str, str], ...], rows: list[list[str]]) -> None:
+    """A report table of datasets or variables: the first column (their
+    names) folds, the others are cut."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for i, (col, just) in enumerate(columns):
+        t.add_column(col, justify=just, overflow="fold" if i == 0 else "ellipsis")
+    for r in rows:
+        t.add_row(*r)
+    con.print(t)
+
+
 def hdf5_table(con: Console, job: Job, top: int) -> None:
     """Printed when the job opened HDF5 files or datasets."""
     files, rows = hdf5_rows(job)
     if not files and not rows:
         return
-    t = Table(title=f"HDF5: {files:,} file{'s' if files != 1 else ''}, {len(rows):,} dataset"
+    print_rows(con, f"HDF5: {files:,} file{'s' if files != 1 else ''}, {len(rows):,} dataset"
                     f"{'s' if len(rows) != 1 else ''} (top {min(top, len(rows))} by bytes; H5D selections of the "
-                    "file dataspace per read or write)", title_justify="left", box=box.SIMPLE_HEAD)
-    for col, just in (("dataset", "left"), ("opens", "right"), ("reads", "right"), ("writes", "right"),
-                      ("bytes", "right"), ("selections", "left"), ("dims", "right"), ("points", "right"),
-                      ("chunks", "left")):
-        t.add_column(col, justify=just, overflow="fold" if col == "dataset" else "ellipsis")
-    for r in rows[:top]:
-        t.add_row(r["dataset"], f"{r['opens']:,}", f"{r['reads']:,}", f"{r['writes']:,}", r["bytes_text"],
-                  r["selections"] + (" (collective)" if r["collective"] else ""), str(r["dims"]),
-                  f"{r['points']:,}", r["chunks"])
-    con.print(t)
+                    "file dataspace per read or write)",
+               (("dataset", "left"), ("opens", "right"), ("reads", "right"), ("writes", "right"), ("bytes", "right"),
+                ("selections", "left"), ("dims", "right"), ("points", "right"), ("chunks", "left")),
+               [[r["dataset"], f"{r['opens']:,}", f"{r['reads']:,}", f"{r['writes']:,}", r["bytes_text"],
+                 r["selections"] + (" (collective)" if r["collective"] else ""), str(r["dims"]), f"{r['points']:,}",
+                 r["chunks"]] for r in rows[:top]])

@@ -250,6 +250,30 @@ def _hdf5(job: Job, top: int) -> str:
     return "\n".join(out)
 
 
+def _pnetcdf(job: Job, top: int) -> str:
+    """The PnetCDF variables that moved the most bytes, as the text report's table."""
+    from sluice.report.pnetcdf import pnetcdf_rows
+
+    files, rows = pnetcdf_rows(job)
+    if not files and not rows:
+        return ""
+    out = [f'<section id="pnetcdf"><h2>PnetCDF: {files:,} file{"s" if files != 1 else ""}, {len(rows):,} '
+           f'variable{"s" if len(rows) != 1 else ""}</h2><p class="note">Top {min(top, len(rows))} variables by '
+           "bytes (app side); calls per API kind (var, var1, vara, vars, varm, varn, vard).</p>",
+           '<table class="files"><thead><tr><th>variable</th><th class="num">opens</th>'
+           '<th class="num">independent</th><th class="num">collective</th><th class="num">non-blocking</th>'
+           '<th class="num">bytes</th><th>calls</th><th class="num">dims</th></tr></thead><tbody>']
+    for r in rows[:top]:
+        dims = f"{r['dims']}" + (" (record)" if r["record"] else "")
+        out.append(f'<tr data-variable="{esc(r["variable"])}"><td class="path">{esc(r["variable"])}</td>'
+                   f'<td class="num">{r["opens"]:,}</td><td class="num">{r["independent"]:,}</td>'
+                   f'<td class="num">{r["collective"]:,}</td><td class="num">{r["nonblocking"]:,}</td>'
+                   f'<td class="num">{esc(r["bytes_text"])}</td><td>{esc(r["calls"])}</td>'
+                   f'<td class="num">{esc(dims)}</td></tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def _layouts(job: Job, top: int) -> str:
     """The layout decisions at create, as the text report's table."""
     from sluice.report.text import layout_rows
@@ -442,6 +466,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
         _summary(job),
         _mpiio(job),
         _hdf5(job, top),
+        _pnetcdf(job, top),
         _advice(job, top),
         f'<section id="plots"><h2>Plots</h2><p class="note">{len(drawn)} plot{"" if len(drawn) == 1 else "s"}. '
         "Solid: what the application asked (app); hatched: what reached the file system (fs).</p>",

@@ -4,10 +4,9 @@ as a short table of the variables that moved the most bytes."""
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
+from sluice.report.hdf5 import print_rows
 from sluice.report.model import Job
 from sluice.report.tables import any_positive
 
@@ -48,14 +47,10 @@ def pnetcdf_table(con: Console, job: Job, top: int) -> None:
     files, rows = pnetcdf_rows(job)
     if not files and not rows:
         return
-    t = Table(title=f"PnetCDF: {files:,} file{'s' if files != 1 else ''}, {len(rows):,} variable"
+    print_rows(con, f"PnetCDF: {files:,} file{'s' if files != 1 else ''}, {len(rows):,} variable"
                     f"{'s' if len(rows) != 1 else ''} (top {min(top, len(rows))} by bytes; calls per API kind)",
-              title_justify="left", box=box.SIMPLE_HEAD)
-    for col, just in (("variable", "left"), ("opens", "right"), ("independent", "right"), ("collective", "right"),
-                      ("non-blocking", "right"), ("bytes", "right"), ("calls", "left"), ("dims", "right")):
-        t.add_column(col, justify=just, overflow="fold" if col == "variable" else "ellipsis")
-    for r in rows[:top]:
-        t.add_row(r["variable"], f"{r['opens']:,}", f"{r['independent']:,}", f"{r['collective']:,}",
-                  f"{r['nonblocking']:,}", r["bytes_text"], r["calls"],
-                  f"{r['dims']}" + (" (record)" if r["record"] else ""))
-    con.print(t)
+               (("variable", "left"), ("opens", "right"), ("independent", "right"), ("collective", "right"),
+                ("non-blocking", "right"), ("bytes", "right"), ("calls", "left"), ("dims", "right")),
+               [[r["variable"], f"{r['opens']:,}", f"{r['independent']:,}", f"{r['collective']:,}",
+                 f"{r['nonblocking']:,}", r["bytes_text"], r["calls"], f"{r['dims']}" + (" (record)" if r["record"] else "")]
+                for r in rows[:top]])
