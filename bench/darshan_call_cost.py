@@ -12,6 +12,8 @@ Workloads:
   mpiio    sluice-bench-mpiio-calls under mpirun -np RANKS: MPI_File_write_at,
            MPI_File_write_at_all, MPI_File_read_at of 8 bytes, and
            MPI_File_open+close; Darshan built with MPI.
+  posix    sluice-bench-smallio (serial): write() of 8 bytes, stat(), and
+           open()+close() of the file; Darshan built --without-mpi.
 
     bench/darshan_call_cost.py WORKLOAD DIR --darshan-lib LIB [--native build/NAME/native]
         [--rounds 11] [--ops N] [--ranks 2] [--json bench/results/FILE.json]
@@ -34,12 +36,18 @@ WORKLOADS = {
                                            "write_at_all_ns": ("write_all_seconds", "ops"),
                                            "read_at_ns": ("read_seconds", "ops"),
                                            "open_close_ns": ("open_close_seconds", "opens")}),
+    "posix": ("sluice-bench-smallio", {"write8_ns": ("write_seconds", "write_ops"),
+                                       "stat_ns": ("stat_seconds", "meta_ops"),
+                                       "open_close_ns": ("openclose_seconds", "meta_ops")}),
 }
 
 
 def command(workload: str, prog: Path, f: Path, ops: int, ranks: int, env: dict[str, str]) -> list[str]:
     if workload == "h5write":
         return [str(prog), "--file", str(f), "--ops", str(ops)]
+    if workload == "posix":
+        return [str(prog), "--file", str(f), "--phase", "write", "--size", str(8 * ops), "--write-size", "8",
+                "--meta", str(ops)]
     exported = [a for k in env for a in ("-x", k)]
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     return ["mpirun", *root, "--oversubscribe", "-np", str(ranks), *exported, str(prog), "--file", str(f), "--ops", str(ops),
@@ -53,12 +61,12 @@ def main() -> int:
     ap.add_argument("--darshan-lib", required=True, help="libdarshan.so (with its HDF5 module, or with MPI)")
     ap.add_argument("--native", type=Path, default=Path("build/dev/native"))
     ap.add_argument("--rounds", type=int, default=11)
-    ap.add_argument("--ops", type=int, default=None, help="calls per loop (h5write 200000, mpiio 100000)")
+    ap.add_argument("--ops", type=int, default=None, help="calls per loop (h5write and posix 200000, mpiio 100000)")
     ap.add_argument("--ranks", type=int, default=2, help="mpiio: MPI ranks")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     prog_name, keys = WORKLOADS[a.workload]
-    ops = a.ops or (200_000 if a.workload == "h5write" else 100_000)
+    ops = a.ops or (100_000 if a.workload == "mpiio" else 200_000)
     a.dir.mkdir(parents=True, exist_ok=True)
     (a.dir / "darshan-logs").mkdir(exist_ok=True)
     variants = {
@@ -66,7 +74,7 @@ def main() -> int:
         "sluice": {"LD_PRELOAD": str((a.native / "libsluice.so").resolve()), "SLUICE_PATHS": str(a.dir.resolve()),
                    "SLUICE_LOG_DIR": str(a.dir.resolve() / "sluice-logs")},
         "darshan": {"LD_PRELOAD": a.darshan_lib, "DARSHAN_LOGPATH": str(a.dir.resolve() / "darshan-logs"),
-                    **({"DARSHAN_ENABLE_NONMPI": "1"} if a.workload == "h5write" else {})},
+                    **({"DARSHAN_ENABLE_NONMPI": "1"} if a.workload in ("h5write", "posix") else {})},
     }
     rounds: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     loads = [os.getloadavg()[0]]
