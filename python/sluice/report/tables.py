@@ -280,7 +280,7 @@ def merge_tables(logs: list[Log], start_ns: int | None, row_of: Callable[[Log, s
 class KeySet:
     """The keys of one row's dict in order, the column of each, and where
     each is in the row's values (its int columns, then its float columns)."""
-    __slots__ = ("keys", "index", "icols", "fcols", "pos", "ints_first", "_template")
+    __slots__ = ("keys", "index", "icols", "fcols", "pos", "ints_first", "_template", "_halves")
 
     def __init__(self, keys: list[str], columns: dict[str, tuple[bool, int]]) -> None:
         self.keys = keys
@@ -296,11 +296,21 @@ class KeySet:
             seen[f] += 1
         self.ints_first = kinds == sorted(kinds)
         self._template: str | None = None
+        self._halves: tuple[str, str] | None = None
 
     def template(self) -> str:
         if self._template is None:
             self._template = _template(self.keys)
         return self._template
+
+    def halves(self) -> tuple[str, str]:
+        """The template cut between the int keys and the float keys (ints
+        first, both present): the two %-formatted and joined give template()."""
+        if self._halves is None:
+            ni = len(self.icols)
+            line = [f"    {json.dumps(k).replace('%', '%%')}: %s" for k in self.keys]
+            self._halves = ("{\n" + ",\n".join(line[:ni]) + ",\n", ",\n".join(line[ni:]) + "\n   }")
+        return self._halves
 
 
 class Counters(Mapping):
@@ -654,20 +664,38 @@ def _template(keys: list[str]) -> str:
     return "{\n" + ",\n".join(f"    {json.dumps(k).replace('%', '%%')}: %s" for k in keys) + "\n   }"
 
 
-def _counter_texts(rows: list[Counters]) -> list[str]:
+def _counter_texts(rows: list[Counters]) -> list[tuple[str, ...]]:
     """The JSON text of each row's counters, as json.dumps(dict(row), indent=1)
-    would write them inside a file entry; alike rows are formatted together."""
-    out: list[str] = [""] * len(rows)
+    would write them inside a file entry, in one or two parts to be written
+    one after the other (not joined: each byte is copied once, into the
+    output); alike rows are formatted together."""
+    out: list[tuple[str, ...]] = [("",)] * len(rows)
     groups: dict[tuple[int, int], list[int]] = {}
     for i, c in enumerate(rows):
         groups.setdefault((id(c._table), id(c._keys)), []).append(i)
     for members in groups.values():
         first = rows[members[0]]
         table, ks = first._table, first._keys
-        template = ks.template()
         at = np.array([rows[i]._row for i in members], dtype=np.intp)
         floats = table.floats[np.ix_(at, ks.fcols)]
-        ints = table.ints[np.ix_(at, ks.icols)].tolist()
+        iblock = table.ints[np.ix_(at, ks.icols)]
+        finite = np.isfinite(floats).all(axis=1).tolist()
+        if ks.ints_first and len(ks.icols) and len(ks.fcols):
+            # Many files share their integer counters (opened once, the same
+            # writes): that half's text is made once per distinct row.
+            head_t, tail_t = ks.halves()
+            heads: dict[bytes, str] = {}
+            for i, row, fv, ok in zip(members, iblock, floats.tolist(), finite):
+                if not ok:   # NaN or infinities: json's own spelling
+                    out[i] = (json.dumps(dict(zip(ks.keys, row.tolist() + fv)), indent=1).replace("\n", "\n   "),)
+                    continue
+                key = row.tobytes()
+                head = heads.get(key)
+                if head is None:
+                    head = heads[key] = head_t % tuple(row.tolist())
+                out[i] = (head, tail_t % tuple(fv))
+            continue
+        ints = iblock.tolist()
         if ks.ints_first:
             values = [a + b for a, b in zip(ints, floats.tolist())]
         else:
@@ -676,12 +704,12 @@ def _counter_texts(rows: list[Counters]) -> list[str]:
             block[:, ~kinds] = np.array(ints, dtype=np.int64).reshape(len(at), -1)
             block[:, kinds] = floats
             values = block.tolist()
-        finite = np.isfinite(floats).all(axis=1).tolist()
+        template = ks.template()
         for i, vals, ok in zip(members, values, finite):
             if ok:
-                out[i] = template % tuple(vals)
+                out[i] = (template % tuple(vals),)
             else:  # NaN or infinities: json's own spelling
-                out[i] = json.dumps(dict(zip(ks.keys, vals)), indent=1).replace("\n", "\n   ")
+                out[i] = (json.dumps(dict(zip(ks.keys, vals)), indent=1).replace("\n", "\n   "),)
     return out
 
 
@@ -710,7 +738,7 @@ def write_files_json(files: list, out: TextIO, chunk: int = 256) -> None:
     them inside the job's object, separated by ",\n", a chunk at a time."""
     for start in range(0, len(files), chunk):
         part = files[start: start + chunk]
-        texts: dict[str, list[str]] = {}
+        texts: dict[str, list[tuple[str, ...]]] = {}
         same = _equal_sides(part)
         for side in ("app", "fs"):
             todo = [i for i in range(len(part)) if side == "app" or not same[i]]
@@ -718,15 +746,20 @@ def write_files_json(files: list, out: TextIO, chunk: int = 256) -> None:
             if all(isinstance(c, Counters) for c in rows):
                 done = _counter_texts(rows)
             else:
-                done = [json.dumps(dict(c), indent=1).replace("\n", "\n   ") for c in rows]
+                done = [(json.dumps(dict(c), indent=1).replace("\n", "\n   "),) for c in rows]
             if side == "app":
                 texts["app"] = done
             else:
                 texts["fs"] = list(texts["app"])
                 for i, text in zip(todo, done):
                     texts["fs"][i] = text
-        if start:
-            out.write(",\n")
-        out.write(",\n".join(f'  {{\n   "path": {json.dumps(f.path)},\n   "processes": {len(f.processes)},\n'
-                              f'   "app": {a},\n   "fs": {s}\n  }}'
-                              for f, a, s in zip(part, texts["app"], texts["fs"])))
+        pieces: list[str] = []
+        for k, (f, a, s) in enumerate(zip(part, texts["app"], texts["fs"])):
+            if k or start:
+                pieces.append(",\n")
+            pieces.append(f'  {{\n   "path": {json.dumps(f.path)},\n   "processes": {len(f.processes)},\n   "app": ')
+            pieces.extend(a)
+            pieces.append(',\n   "fs": ')
+            pieces.extend(s)
+            pieces.append("\n  }")
+        out.write("".join(pieces))
