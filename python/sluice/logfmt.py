@@ -331,7 +331,13 @@ def _parse(p: Path, data: bytes) -> Log:
         if mod is None:
             continue  # a module this reader does not know: skipped
         decode = _columns if layout == LAYOUT_COLUMNS else _counters
-        ids, flags, ints, floats = decode(body, mod, nrec)
+        if layout == LAYOUT_COLUMNS and packed is not None:
+            # only the NAMES indexes and flags now: the counters are decoded
+            # when asked for (arrays()), from the stored bytes kept
+            ids, flags = _columns(body, mod, nrec, head_only=True)
+            ints = floats = None
+        else:
+            ids, flags, ints, floats = decode(body, mod, nrec)
         raw = None
         if layout == LAYOUT_COLUMNS:
             bad = np.flatnonzero(ids >= len(indexed))   # here: NAMES indexes
@@ -460,16 +466,17 @@ def _record_dtype(ni: int, nf: int) -> np.dtype:
                      "offsets": [0, 8, 16, 16 + 16 * ni], "itemsize": 16 + 16 * ni + 16 * nf})
 
 
-def _columns(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _columns(body: bytes, mod: Module, nrec: int, head_only: bool = False) -> tuple[np.ndarray, ...]:
     """NAMES indexes, flags, ints [record, side, counter] and floats (seconds)
     of a MODULE region of layout 1 (its head checked): groups of records
     stored as the byte planes that are not zero, the fs side as a difference
-    from the app side, times in integer nanoseconds (docs/logformat.md)."""
+    from the app side, times in integer nanoseconds (docs/logformat.md).
+    head_only: every group checked, but only the indexes and flags made."""
     ni, nf = len(mod.int_names), len(mod.float_names)
     nv = 2 + 2 * ni + 2 * nf
     (group,) = struct.unpack_from("<I", body, 8)
     raw = np.frombuffer(body, dtype=np.uint8)
-    vals = np.zeros((nrec, nv), dtype=np.uint64)
+    vals = np.zeros((nrec, 2 if head_only else nv), dtype=np.uint64)
     pos = 12
     for first in range(0, nrec, group):
         g = min(group, nrec - first)
@@ -484,10 +491,15 @@ def _columns(body: bytes, mod: Module, nrec: int) -> tuple[np.ndarray, np.ndarra
         pos = end
         # byte b of value k is plane b*V + k: a few or'ed column blocks per byte
         b_of, k_of = np.divmod(stored, nv)
+        if head_only:
+            keep = k_of < 2
+            planes, b_of, k_of = planes[keep], b_of[keep], k_of[keep]
         block = vals[first : first + g]
         for b in np.unique(b_of).tolist():
             sel = b_of == b
             block[:, k_of[sel]] |= planes[sel].T.astype(np.uint64) << np.uint64(8 * b)
+    if head_only:
+        return vals[:, 0].copy(), vals[:, 1].astype(np.uint32)
     ints = np.empty((nrec, 2, ni), dtype=np.int64)
     app = vals[:, 2 : 2 + ni]
     ints[:, 0, :] = app.view(np.int64)
