@@ -226,6 +226,21 @@ def _mpiio(job: Job) -> str:
     return "\n".join(out)
 
 
+def _named_rows(sid: str, heading: str, note: str, columns: list[tuple[str, bool]], key: str,
+                rows: list[list[str]]) -> str:
+    """A section of datasets or variables: a table whose first column is
+    their name (the row's data-KEY), the others text or numbers (True)."""
+    head = "".join((f'<th class="num">{esc(c)}</th>' if num else f"<th>{esc(c)}</th>") for c, num in columns)
+    out = [f'<section id="{sid}"><h2>{esc(heading)}</h2><p class="note">{esc(note)}</p>',
+           f'<table class="files"><thead><tr>{head}</tr></thead><tbody>']
+    for r in rows:
+        cells = "".join(f'<td class="num">{esc(v)}</td>' if num else f"<td>{esc(v)}</td>"
+                        for v, (_, num) in zip(r[1:], columns[1:]))
+        out.append(f'<tr data-{key}="{esc(r[0])}"><td class="path">{esc(r[0])}</td>{cells}</tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def _hdf5(job: Job, top: int) -> str:
     """HDF5 files and the top datasets by bytes, as the text report's table."""
     from sluice.report.hdf5 import hdf5_rows
@@ -233,21 +248,14 @@ def _hdf5(job: Job, top: int) -> str:
     files, rows = hdf5_rows(job)
     if not files and not rows:
         return ""
-    out = [f'<section id="hdf5"><h2>HDF5: {files:,} file{"s" if files != 1 else ""}, {len(rows):,} '
-           f'dataset{"s" if len(rows) != 1 else ""}</h2><p class="note">Top {min(top, len(rows))} datasets by bytes '
-           "(app side); selections of the file dataspace per read or write.</p>",
-           '<table class="files"><thead><tr><th>dataset</th><th class="num">opens</th><th class="num">reads</th>'
-           '<th class="num">writes</th><th class="num">bytes</th><th>selections</th><th class="num">dims</th>'
-           '<th class="num">points</th><th>chunks</th></tr></thead><tbody>']
-    for r in rows[:top]:
-        sel = r["selections"] + (" (collective)" if r["collective"] else "")
-        out.append(f'<tr data-dataset="{esc(r["dataset"])}"><td class="path">{esc(r["dataset"])}</td>'
-                   f'<td class="num">{r["opens"]:,}</td><td class="num">{r["reads"]:,}</td>'
-                   f'<td class="num">{r["writes"]:,}</td><td class="num">{esc(r["bytes_text"])}</td>'
-                   f'<td>{esc(sel)}</td><td class="num">{r["dims"]}</td><td class="num">{r["points"]:,}</td>'
-                   f'<td>{esc(r["chunks"])}</td></tr>')
-    out.append("</tbody></table></section>")
-    return "\n".join(out)
+    return _named_rows(
+        "hdf5", f'HDF5: {files:,} file{"s" if files != 1 else ""}, {len(rows):,} dataset{"s" if len(rows) != 1 else ""}',
+        f"Top {min(top, len(rows))} datasets by bytes (app side); selections of the file dataspace per read or write.",
+        [("dataset", False), ("opens", True), ("reads", True), ("writes", True), ("bytes", True), ("selections", False),
+         ("dims", True), ("points", True), ("chunks", False)], "dataset",
+        [[r["dataset"], f"{r['opens']:,}", f"{r['reads']:,}", f"{r['writes']:,}", r["bytes_text"],
+          r["selections"] + (" (collective)" if r["collective"] else ""), str(r["dims"]), f"{r['points']:,}",
+          r["chunks"]] for r in rows[:top]])
 
 
 def _pnetcdf(job: Job, top: int) -> str:
@@ -257,21 +265,15 @@ def _pnetcdf(job: Job, top: int) -> str:
     files, rows = pnetcdf_rows(job)
     if not files and not rows:
         return ""
-    out = [f'<section id="pnetcdf"><h2>PnetCDF: {files:,} file{"s" if files != 1 else ""}, {len(rows):,} '
-           f'variable{"s" if len(rows) != 1 else ""}</h2><p class="note">Top {min(top, len(rows))} variables by '
-           "bytes (app side); calls per API kind (var, var1, vara, vars, varm, varn, vard).</p>",
-           '<table class="files"><thead><tr><th>variable</th><th class="num">opens</th>'
-           '<th class="num">independent</th><th class="num">collective</th><th class="num">non-blocking</th>'
-           '<th class="num">bytes</th><th>calls</th><th class="num">dims</th></tr></thead><tbody>']
-    for r in rows[:top]:
-        dims = f"{r['dims']}" + (" (record)" if r["record"] else "")
-        out.append(f'<tr data-variable="{esc(r["variable"])}"><td class="path">{esc(r["variable"])}</td>'
-                   f'<td class="num">{r["opens"]:,}</td><td class="num">{r["independent"]:,}</td>'
-                   f'<td class="num">{r["collective"]:,}</td><td class="num">{r["nonblocking"]:,}</td>'
-                   f'<td class="num">{esc(r["bytes_text"])}</td><td>{esc(r["calls"])}</td>'
-                   f'<td class="num">{esc(dims)}</td></tr>')
-    out.append("</tbody></table></section>")
-    return "\n".join(out)
+    return _named_rows(
+        "pnetcdf",
+        f'PnetCDF: {files:,} file{"s" if files != 1 else ""}, {len(rows):,} variable{"s" if len(rows) != 1 else ""}',
+        f"Top {min(top, len(rows))} variables by bytes (app side); calls per API kind (var, var1, vara, vars, varm, "
+        "varn, vard).",
+        [("variable", False), ("opens", True), ("independent", True), ("collective", True), ("non-blocking", True),
+         ("bytes", True), ("calls", False), ("dims", True)], "variable",
+        [[r["variable"], f"{r['opens']:,}", f"{r['independent']:,}", f"{r['collective']:,}", f"{r['nonblocking']:,}",
+          r["bytes_text"], r["calls"], f"{r['dims']}" + (" (record)" if r["record"] else "")] for r in rows[:top]])
 
 
 def _layouts(job: Job, top: int) -> str:
