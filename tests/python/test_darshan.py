@@ -417,17 +417,23 @@ def test_the_export_has_darshans_counters(prog, tmp_path_factory, tmp_path):
     env = MPI_ENV if prog == "mpiio_known" else None
     logs, work = run_job(tmp_path_factory, prog, *launch, bin_path(prog), env=env)
     app, _ = export(logs, tmp_path / "out")
-    real_work = tmp_path / "real"
-    real_work.mkdir()
-    _real_darshan(lib, tmp_path / "real.darshan", [*launch, bin_path(prog), str(real_work)], env)
-    real = _by_file(records(tmp_path / "real.darshan")[1], real_work)
+    # Darshan 3.4.7's MPI log is now and then one PyDarshan cannot inflate
+    # (its modules missing from what it reads): the reference run is retried
+    for attempt in range(3):
+        real_work = tmp_path / f"real{attempt}"
+        real_work.mkdir()
+        real_log = tmp_path / f"real{attempt}.darshan"
+        _real_darshan(lib, real_log, [*launch, bin_path(prog), str(real_work)], env)
+        real = _by_file(records(real_log)[1], real_work)
+        if prog != "mpiio_known" or {m for m, _, _ in real} >= {"POSIX", "MPI-IO"}:
+            break
     ours = _by_file(records(app)[1], work)
     # Darshan keeps a record for a rename's target (known_mix renames sub/tmp to sub/tmp2, then unlinks it)
     assert set(ours) == set(real) - {("POSIX", "sub/tmp2", 0)}
     for key, c in ours.items():
         assert {n: v for n, v in c.items() if n not in BY_DESIGN} == \
             {n: v for n, v in real[key].items() if n not in BY_DESIGN}, key
-    rep = darshan.DarshanReport(str(tmp_path / "real.darshan"), read_all=False)
+    rep = darshan.DarshanReport(str(real_log), read_all=False)
     assert rep.metadata["job"]["nprocs"] == records(app)[0].metadata["job"]["nprocs"]
 
 
