@@ -405,7 +405,8 @@ static void emit_trace(struct out *o, const struct source *src)
     for (int col = 0; col < 7; col++)
         for (int64_t i = 0; i < kept; i++) {
             const struct sluice_trace_seg *g = &sluice_trace_segs[i];
-            if (atomic_load_explicit(&g->done, memory_order_acquire) != 2)
+            /* exactly the segments mark_records counted */
+            if (atomic_load_explicit(&g->done, memory_order_acquire) != 2 || !g->rec || g->rec->log_gen != src->gen)
                 continue;
             switch (col) {
             case 0: out_u32(o, g->rec->log_index); break;
@@ -626,16 +627,20 @@ static int mark_records(struct source *src)
         nreg += src->nrec[m] > 0;
     /* The trace: the segments complete now whose file is in the log are
      * marked 2, the set the TRACE region holds (a call still being traced
-     * by another thread is left out, and counted as dropped). */
+     * by another thread is left out, and counted as dropped). A segment an
+     * earlier log of this process held (an exec that failed: the process
+     * goes on and writes again) is held again, as its counters are. */
     int64_t kept = sluice_trace_kept();
     src->trace_dropped = (uint64_t)sluice_trace_dropped();
     for (int64_t i = 0; i < kept; i++) {
         struct sluice_trace_seg *g = &sluice_trace_segs[i];
         unsigned char one = 1;
-        if (g->rec && g->rec->log_gen == src->gen &&
-            atomic_compare_exchange_strong_explicit(&g->done, &one, 2, memory_order_acq_rel, memory_order_acquire))
+        int taken = atomic_load_explicit(&g->done, memory_order_acquire) == 2 ||
+                    atomic_compare_exchange_strong_explicit(&g->done, &one, 2, memory_order_acq_rel,
+                                                            memory_order_acquire);
+        if (taken && g->rec && g->rec->log_gen == src->gen)
             src->ntrace++;
-        else if (atomic_load_explicit(&g->done, memory_order_acquire) != 2)
+        else
             src->trace_dropped++;
     }
     nreg += src->ntrace > 0 || src->trace_dropped > 0;

@@ -113,3 +113,24 @@ def test_dxt_export_read_by_pydarshan(tmp_path):
     assert list(zip(w["offset"], w["length"])) == WRITES and list(zip(r["offset"], r["length"])) == READS
     assert (w["start_time"] <= w["end_time"]).all() and w["start_time"].is_monotonic_increasing
     assert 0 < w["start_time"].iloc[0] < r["end_time"].iloc[-1]
+
+
+def test_log_written_again_after_a_failed_exec(tmp_path):
+    """A process whose exec fails writes its log at the exec and again at
+    exit (the second replaces the first): the trace of the second holds
+    every call, both readers read it alike."""
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    code = ("import os, sys\nfd = os.open(sys.argv[1] + '/a', os.O_CREAT | os.O_WRONLY, 0o644)\n"
+            "os.write(fd, b'x' * 10)\ntry:\n    os.execv('/nonexistent/prog', ['x'])\nexcept OSError:\n    pass\n"
+            "os.write(fd, b'y' * 20)\nos.close(fd)\n")
+    import sys
+    sluice("run", "--trace", "100", "--log-dir", str(logs), "--path", str(work), "--", sys.executable, "-c", code,
+           str(work))
+    (path,) = sorted(logs.glob("*.sluice"))
+    t = read_log(path).trace
+    assert list(zip(t.module.tolist(), t.op.tolist(), t.offset.tolist(), t.length.tolist())) == [(1, 1, 0, 10),
+                                                                                                (1, 1, 10, 20)]
+    assert t.dropped == 0
+    (c,) = c_json(path)
+    assert_same(c, py_json(read_log(path)))
