@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/mman.h>
 
 struct sluice_trace_seg *sluice_trace_segs;
@@ -13,6 +14,8 @@ int sluice_trace_init(int64_t cap)
 {
     if (cap <= 0)
         return 0;
+    if ((uint64_t)cap > SIZE_MAX / sizeof *sluice_trace_segs)
+        return -ENOMEM;
     /* reserved, not touched: a cap of millions costs only the calls traced */
     void *p = mmap(NULL, (size_t)cap * sizeof *sluice_trace_segs, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -281,8 +281,9 @@ __attribute__((constructor(101))) static void sluice_load(void)
     if (sluice_path_absolute(AT_FDCWD, sluice_cfg.log_dir, log_dir_abs, sizeof log_dir_abs) != 0)
         copy_str(log_dir_abs, sizeof log_dir_abs, sluice_cfg.log_dir);
     proc_info();
-    if (sluice_records_init(sluice_cfg.max_records) != 0 || sluice_files_init() != 0 ||
-        sluice_trace_init(sluice_cfg.trace) != 0) {
+    if (sluice_trace_init(sluice_cfg.trace) != 0)   /* the counters go on without it */
+        sluice_diag("SLUICE_TRACE=%lld: no memory for that many calls; no trace is kept", (long long)sluice_cfg.trace);
+    if (sluice_records_init(sluice_cfg.max_records) != 0 || sluice_files_init() != 0) {
         sluice_diag("out of memory at start-up; this process is not profiled");
         sluice__state = SLUICE_STATE_FINISHED;
         return;

@@ -134,3 +134,18 @@ def test_log_written_again_after_a_failed_exec(tmp_path):
     assert t.dropped == 0
     (c,) = c_json(path)
     assert_same(c, py_json(read_log(path)))
+
+
+def test_trace_too_large_is_reported_and_counters_kept(tmp_path):
+    """A cap no memory can hold: one line says so, and the process is still
+    profiled (its counters in the log, no trace)."""
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    cp = sluice("run", "--trace", "9000000000000000000", "--log-dir", str(logs), "--path", str(work), "--",
+                str(bin_path("access_pattern")), str(work))
+    assert "SLUICE_TRACE=9000000000000000000: no memory for that many calls; no trace is kept" in cp.stderr
+    (path,) = sorted(logs.glob("*.sluice"))
+    log = read_log(path)
+    assert log.trace is None
+    (r,) = [r for r in log.records if r.path.endswith("pattern.bin")]
+    assert r.app["POSIX_WRITES"] == len(WRITES) and r.app["POSIX_READS"] == len(READS)
