@@ -19,7 +19,9 @@
 #include "common/arena.h"
 #include "common/pathnorm.h"
 #include "common/statconv.h"
+#include "core/config.h"
 #include "core/counters.h"
+#include "core/mounts.h"
 #include "core/pathcall.h"
 #include "core/policy.h"
 #include "core/stack.h"
@@ -267,9 +269,18 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
         return fd < 0 ? -errno : fd;
     }
-    if ((rec = sluice_path_record(dirfd, path, abs)) == NULL ||
-        (f = file_alloc()) == NULL ||
-        sluice_stack_build(f, open_mode(sluice_policy_mode(abs))) != 0) {
+    enum sluice_mode fmode = SLUICE_MODE_PROFILE;
+    int local = 0;
+    if ((rec = sluice_path_record(dirfd, path, abs)) != NULL) {
+        fmode = open_mode(sluice_policy_mode(abs));
+        /* --mode auto on a file system of this node: a tier is no faster
+         * than the file system itself, so there is nothing to gain */
+        if (fmode == SLUICE_MODE_AUTO && !sluice_cfg.auto_local && sluice_mount_is_local(rec->mount)) {
+            fmode = SLUICE_MODE_PROFILE;
+            local = 1;
+        }
+    }
+    if (rec == NULL || (f = file_alloc()) == NULL || sluice_stack_build(f, fmode) != 0) {
         if (f)
             sluice_file_put(f);
         fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
@@ -294,6 +305,8 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         sluice_file_put(f);
         return fd;
     }
+    if (local)
+        sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_AUTO_LOCAL, t1, t1);
     f->fd = fd;
     atomic_fetch_add(&rec->open_files, 1);
     sluice_count_open(rec, f->sides, t0, t1);

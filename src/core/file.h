@@ -41,6 +41,7 @@ struct sluice_file {
     unsigned sides;                  /* where the core counts: both sides when nothing sits above the file system */
     int owns_pos;                    /* a tier keeps the position (SLUICE_TIER_OWNS_POSITION) */
     int depth;                       /* tiers in the stack */
+    int mode;                        /* enum sluice_mode the stack was built for */
     const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
     void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
     struct sluice_file *free_next;   /* free list link */

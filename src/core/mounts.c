@@ -193,3 +193,22 @@ const char *sluice_mount_type(int i)
 {
     return mounts[i].type;
 }
+
+/* Disk and memory file systems of this node. Anything else (NFS, Lustre,
+ * GPFS, BeeGFS, CephFS, FUSE clients such as MooseFS's, and types not
+ * known here) is taken as shared. */
+int sluice_mount_is_local(int i)
+{
+    static const char *const local[] = {
+        "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "nilfs2", "bcachefs", "zfs",
+        "tmpfs", "ramfs", "hugetlbfs", "devtmpfs", "overlay", "vfat", "msdos", "exfat", "ntfs", "ntfs3",
+        "hfsplus", "udf", "iso9660", "squashfs",
+    };
+
+    if (i < 0 || i >= nmounts)
+        return 0;
+    for (size_t k = 0; k < sizeof local / sizeof *local; k++)
+        if (strcmp(mounts[i].type, local[k]) == 0)
+            return 1;
+    return 0;
+}

@@ -28,4 +28,8 @@ int sluice_mount_used(int i);
 const char *sluice_mount_point(int i);
 const char *sluice_mount_type(int i);
 
+/* 1 when mount i is a file system of this node alone (ext4, xfs, tmpfs,
+ * ...); 0 for a shared one, an unknown type, or i < 0. */
+int sluice_mount_is_local(int i);
+
 #endif

@@ -127,6 +127,7 @@ int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode)
     if ((unsigned)mode >= SLUICE_MODE_COUNT)
         mode = SLUICE_MODE_PROFILE;
     f->depth = templates[mode].depth;
+    f->mode = (int)mode;
     f->owns_pos = 0;
     for (int i = 0; i < f->depth; i++) {
         const struct sluice_tier_ops *t = templates[mode].tier[i];

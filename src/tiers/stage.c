@@ -51,6 +51,7 @@ struct staged {
     int handed_over;              /* left at exit to another process that has it open (it publishes) */
     int forked;                   /* staged when the process forked: a child may write it where we do
                                      not see, so no early copy */
+    int wrote;                    /* a write reached its data file (auto decides at the first) */
     int64_t closed_ns;            /* last close */
     /* Early copy of a large file still being written (SLUICE_STAGE_PRECOPY):
      * the temporary file, how much of the data it holds, and the lowest
@@ -924,7 +925,7 @@ again:
 /* The tier is full under a staged file: publish what it holds, point the
  * descriptor at the shared file (same number, same position) and go on
  * straight through. 0 or -errno. */
-static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
+static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int counter)
 {
     struct staged *s = d->s;
     char why[512];
@@ -950,7 +951,7 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d)
             }
             d->s = NULL;
             uint64_t t = sluice_now();
-            sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_FALLBACKS, t, t);
+            sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, counter, t, t);
         }
         if (nfd >= 0)
             SLUICE_REAL(close)(nfd);
@@ -971,12 +972,37 @@ static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n,
     return sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off));
 }
 
+/* --mode auto at a staged file's first write: a write the shared file
+ * system takes at full speed (SLUICE_AUTO_LARGE and up) gains nothing from
+ * the tier, which would write the bytes twice and hold them in node memory
+ * until then. The file goes to the shared file system now (with what the
+ * tier holds: nothing, or what a truncate made) and straight through from
+ * then on. Only a file this
+ * description alone has open: no other description, no forked child, no
+ * other process writing it through the tier. 1 when it went. */
+static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t n)
+{
+    struct staged *s = d->s;
+
+    if (f->mode != SLUICE_MODE_AUTO || sluice_cfg.auto_large <= 0 || s->wrote)
+        return 0;
+    s->wrote = 1;
+    if (n < (size_t)sluice_cfg.auto_large || s->opens != 1 || s->forked)
+        return 0;
+    int users = users_hold(s->e.id);
+    if (users != -1) {   /* another process joined as a writer (or has it open) */
+        users_release(users, s->e.id, 0);
+        return 0;
+    }
+    return stage_move_to_shared(f, d, POSIX_AUTO_DIRECT) == 0;
+}
+
 static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
 {
     struct stage_desc *d = desc_of(f, level);
     ssize_t rc;
 
-    if (!d->s)
+    if (!d->s || auto_goes_direct(f, d, n))
         return sluice_tier_write(f, level + 1, buf, n, off);
     rc = sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off));
     if (rc > 0)
@@ -988,14 +1014,14 @@ static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, si
                                    : SLUICE_REAL(pwrite)(f->fd, (const char *)buf + done, n - done, off + (off_t)done));
         if (more > 0)
             return (ssize_t)done + more;
-        if ((more == -ENOSPC || more == -EDQUOT) && stage_move_to_shared(f, d) == 0) {
+        if ((more == -ENOSPC || more == -EDQUOT) && stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0) {
             more = sluice_tier_write(f, level + 1, (const char *)buf + done, n - done,
                                      off < 0 ? off : off + (off_t)done);
             return more > 0 ? (ssize_t)done + more : (ssize_t)done;
         }
         return rc;
     }
-    if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
+    if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0)
         return sluice_tier_write(f, level + 1, buf, n, off);
     return rc;
 }
@@ -1014,7 +1040,10 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     struct stage_desc *d = desc_of(f, level);
     ssize_t rc;
 
-    if (!d->s)
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++)
+        total += iov[i].iov_len;
+    if (!d->s || auto_goes_direct(f, d, total))
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (flags)
         rc = sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags));
@@ -1022,11 +1051,8 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
         rc = sys(off < 0 ? SLUICE_REAL(writev)(f->fd, iov, cnt) : SLUICE_REAL(pwritev)(f->fd, iov, cnt, off));
     if (rc > 0)
         precopy_note_write(d->s, written_at(f, off, rc));
-    if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d) == 0)
+    if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0)
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
-    size_t total = 0;
-    for (int i = 0; i < cnt; i++)
-        total += iov[i].iov_len;
     if (rc > 0 && (size_t)rc < total && !flags) {
         /* cut short (the tier filled up): the rest piece by piece, as
          * write() finishes it (on the shared file system if need be) */
@@ -1180,7 +1206,7 @@ static int stage_control(struct sluice_file *f, int level, int op, void *arg)
         /* A mapping outlives the descriptor and its bytes change without a
          * write we see: the file moves to the shared file system before it
          * is mapped, and the mapping is of the real file. */
-        return stage_move_to_shared(f, d) == 0 ? 0 : sluice_tier_control(f, level + 1, op, arg);
+        return stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0 ? 0 : sluice_tier_control(f, level + 1, op, arg);
     }
     precopy_note_write(s, 0);
     pthread_mutex_lock(&st.lock);
@@ -1833,14 +1859,14 @@ static void stage_tier_path_list(cpath *dir, void (*emit)(void *ctx, const char 
 static int stage_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
 {
     struct stage_desc *d = desc_of(f, level);
-    int rc = d->s ? stage_move_to_shared(f, d) : 0;
+    int rc = d->s ? stage_move_to_shared(f, d, POSIX_FALLBACKS) : 0;
     return rc ? rc : sluice_tier_fchown(f, level + 1, uid, gid);
 }
 
 static ssize_t stage_fxattr(struct sluice_file *f, int level, const struct sluice_xattr *x)
 {
     struct stage_desc *d = desc_of(f, level);
-    int rc = d->s && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE) ? stage_move_to_shared(f, d) : 0;
+    int rc = d->s && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE) ? stage_move_to_shared(f, d, POSIX_FALLBACKS) : 0;
     return rc ? rc : sluice_tier_fxattr(f, level + 1, x);
 }
 

@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 NATIVE = Path(os.environ.get("SLUICE_NATIVE_DIR", REPO / "build" / "dev" / "native"))
 TEST_BIN = Path(os.environ.get("SLUICE_TEST_BIN", REPO / "build" / "dev" / "tests" / "bin"))
 os.environ["SLUICE_NATIVE_DIR"] = str(NATIVE)
+# The suite's files live on this node's own file systems, where --mode auto
+# only profiles (nothing to gain there): its tiers are tested there as they
+# work on a shared file system. test_auto.py checks the default by name.
+os.environ.setdefault("SLUICE_AUTO_LOCAL", "1")
 
 # Run the package from this tree unless an installed one is being tested.
 if "sluice" not in sys.modules and not os.environ.get("SLUICE_TEST_INSTALLED"):

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import file_entry, report_json, sluice
+
+from sluice.report.model import load_job
+from sluice.report.text import auto_choices
 
 
 def test_created_files_are_staged_and_updated_files_buffered(tmp_path, logdir):
@@ -96,3 +100,86 @@ def test_a_file_whose_pattern_changes_is_served_right_in_each_phase(tmp_path, lo
     assert e["app"]["POSIX_STAGED_OPENS"] == 3
     assert e["fs"]["POSIX_OPENS"] == 1 and e["fs"]["POSIX_READS"] == 0
     assert e["fs"]["POSIX_WRITES"] == 4 and e["fs"]["POSIX_BYTES_WRITTEN"] == 16 * 1024 * 1024
+
+
+FIRST_WRITES = """
+import os
+def write(name, sizes, second_description=False):
+    fd = os.open(name, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o640)
+    other = os.open(name, os.O_RDONLY) if second_description else -1
+    for i, n in enumerate(sizes):
+        os.write(fd, bytes([65 + i % 26]) * n)
+    if other >= 0:
+        os.close(other)
+    os.close(fd)
+write("ckpt", [1 << 20] * 6)                          # large from the first write
+write("log", [100] * 50 + [1 << 20])                  # small first
+write("pair", [1 << 20] * 2, second_description=True)  # another description has it open
+"""
+
+
+def run_first_writes(tmp_path, logdir, *opts: str, env: dict[str, str] | None = None):
+    work, plain = tmp_path / "w", tmp_path / "plain"
+    work.mkdir()
+    plain.mkdir()
+    sluice("run", "-q", "--mode", "auto", *opts, "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
+           "--path", str(work), "--", sys.executable, "-c", FIRST_WRITES, cwd=work, env=env)
+    subprocess.run([sys.executable, "-c", FIRST_WRITES], cwd=plain, check=True)
+    for name in ("ckpt", "log", "pair"):
+        assert (work / name).read_bytes() == (plain / name).read_bytes()
+        assert (work / name).stat().st_mode == (plain / name).stat().st_mode
+    report = report_json(logdir)
+    return work, {name: file_entry(report, work / name) for name in ("ckpt", "log", "pair")}
+
+
+def test_a_file_whose_first_write_is_large_goes_straight_through(tmp_path, logdir):
+    """Staged at its create, a file whose first write is 1 MiB (SLUICE_AUTO_LARGE) goes to the shared
+    file system at that write: its writes reach the file system as the program made them, none through
+    the tier. A small first write, or a second description open on the file, keep it staged."""
+    work, e = run_first_writes(tmp_path, logdir)
+    ckpt, log, pair = e["ckpt"], e["log"], e["pair"]
+    assert ckpt["app"]["POSIX_AUTO_DIRECT"] == 1 and ckpt["app"]["POSIX_STAGED_OPENS"] == 1
+    assert ckpt["fs"]["POSIX_WRITES"] == 6 and ckpt["fs"]["POSIX_BYTES_WRITTEN"] == 6 << 20
+    # staged whole: published in one write of 1 MiB + 5,000 bytes, 2 MiB
+    assert log["app"]["POSIX_AUTO_DIRECT"] == 0 and log["app"]["POSIX_WRITES"] == 51
+    assert log["fs"]["POSIX_WRITES"] == 1 and log["fs"]["POSIX_BYTES_WRITTEN"] == (1 << 20) + 5000
+    assert pair["app"]["POSIX_AUTO_DIRECT"] == 0 and pair["fs"]["POSIX_WRITES"] == 1
+    assert not list((tmp_path / "tier" / "data").iterdir())
+    assert "--mode auto: what each opened file got" in sluice("report", str(logdir)).stdout
+    # (choice, files, opens, first file)
+    assert [(c, n, o, p) for c, _, n, o, p in auto_choices(load_job([logdir]))] == [
+        ("straight through", 1, 1, str(work / "ckpt")), ("staged", 2, 3, str(work / "log"))]
+
+
+def test_auto_large_zero_stages_whatever_the_size(tmp_path, logdir):
+    _, e = run_first_writes(tmp_path, logdir, "--auto-large", "0")
+    ckpt = e["ckpt"]
+    assert ckpt["app"]["POSIX_AUTO_DIRECT"] == 0 and ckpt["app"]["POSIX_STAGED_OPENS"] == 1
+    assert ckpt["fs"]["POSIX_WRITES"] == 2   # published in 4 MiB pieces
+
+
+def _mount_type(path: Path) -> str:
+    best, kind = "", ""
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        point, fstype = line.split()[1:3]
+        point = point.replace("\\040", " ")
+        if (str(path) + "/").startswith(point.rstrip("/") + "/") and len(point) >= len(best):
+            best, kind = point, fstype
+    return kind
+
+
+def test_files_on_this_nodes_own_file_systems_are_only_profiled(tmp_path, logdir):
+    """By default (SLUICE_AUTO_LOCAL=0) --mode auto leaves files on ext4, xfs, tmpfs... to the file
+    system: every call reaches it as the program made it, each open is in POSIX_AUTO_LOCAL."""
+    if _mount_type(tmp_path) not in ("ext4", "xfs", "btrfs", "tmpfs", "overlay", "ext3", "zfs", "f2fs"):
+        pytest.skip(f"{tmp_path} is not on a local file system")
+    work, e = run_first_writes(tmp_path, logdir, env={"SLUICE_AUTO_LOCAL": "0"})
+    for name, writes in (("ckpt", 6), ("log", 51), ("pair", 2)):
+        app, fs = e[name]["app"], e[name]["fs"]
+        assert app["POSIX_AUTO_LOCAL"] == app["POSIX_OPENS"] == fs["POSIX_OPENS"] >= 1
+        assert app["POSIX_STAGED_OPENS"] == app["POSIX_AUTO_DIRECT"] == 0
+        assert fs["POSIX_WRITES"] == app["POSIX_WRITES"] == writes
+    assert not (tmp_path / "tier" / "data").exists() or not list((tmp_path / "tier" / "data").iterdir())
+    assert [(c, n, o) for c, _, n, o, _ in auto_choices(load_job([logdir]))] == [("profiled only", 3, 4)]   # pair: opened twice
+    text = sluice("report", str(logdir)).stdout
+    assert "profiled only" in text and "Node-local tier" not in text

@@ -118,8 +118,49 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
         con.print(f"Node-local tier (stage/auto): {len(staged):,} file{'s' if len(staged) != 1 else ''} staged "
                   f"({opens:,} open{'s' if opens != 1 else ''} served by the tier); {max(0, others):,} other opened "
                   f"file{'s' if others != 1 else ''} went to the tier below (auto: buffer)", soft_wrap=True)
+    _auto_table(con, job)
     _layout_table(con, job, top)
     return buf.getvalue()
+
+
+def auto_choices(job: Job) -> list[tuple[str, str, int, int, str]]:
+    """What --mode auto gave the job's opened files: (choice, why, files,
+    opens, first path) for each choice some file got. A file opened in
+    several ways counts under each choice it got, with those opens."""
+    maps = [f.app for f in job.files]
+    opened, staged, direct, local = (column_values(maps, c) for c in (
+        "POSIX_OPENS", "POSIX_STAGED_OPENS", "POSIX_AUTO_DIRECT", "POSIX_AUTO_LOCAL"))
+    below = [max(0, o - s - l) for o, s, l in zip(opened, staged, local)]
+    rows = (
+        ("straight through", "staged at its create; its first write was large, which the file system takes at "
+         "full speed",
+         direct, staged),
+        ("staged", "created or truncated here, or reopened while staged: on the node-local tier",
+         [s if not d else 0 for s, d in zip(staged, direct)], staged),
+        ("profiled only", "on a file system of this node: a tier is no faster", local, local),
+        ("buffered", "updated or read, on a shared file system: the buffer tier", below, below),
+    )
+    out = []
+    for choice, why, chosen, opens in rows:
+        idx = [i for i, n in enumerate(chosen) if n]
+        if idx:
+            out.append((choice, why, len(idx), int(sum(opens[i] for i in idx)), min(job.files[i].path for i in idx)))
+    return out
+
+
+def _auto_table(con: Console, job: Job) -> None:
+    if "auto" not in {l.info.get("mode") for l in job.logs}:
+        return
+    rows = auto_choices(job)
+    if not rows:
+        return
+    t = Table(title="--mode auto: what each opened file got", title_justify="left", box=box.SIMPLE_HEAD)
+    for name, justify in (("choice", "left"), ("files", "right"), ("opens", "right"), ("why", "left"),
+                          ("first file", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for choice, why, files, opens, path in rows:
+        t.add_row(choice, f"{files:,}", f"{opens:,}", why, path)
+    con.print(t)
 
 
 LAYOUT_COUNTERS = ("POSIX_LAYOUT_SETS", "POSIX_LAYOUT_EXISTING", "POSIX_LAYOUT_DIR_KEPT", "POSIX_LAYOUT_DEFAULT",
