@@ -19,6 +19,7 @@ from sluice.advise.fix import (MAX_POLICY_ITEMS, group_paths, policy_items, prog
                                toml_snippet)
 from sluice.advise.rules import CHECKS, IDS, Context, Finding, context, io_time, nothing_to_gain
 from sluice.report.model import Job
+from sluice.report.pattern import LOCAL_FS_TYPES, log_mounts, mount_of
 
 SEVERITIES = ("high", "medium", "low")
 
@@ -113,7 +114,10 @@ def auto_line(job: Job, findings: list[Finding]) -> str | None:
     for f in todo:
         if f.mode not in AUTO_COVERS or (AUTO_COVERS[f.mode] is not None and f.id not in AUTO_COVERS[f.mode]):
             return None
-    return run_line([], program_command(job), ["--mode auto"])
+    # auto only profiles files on a node's own file system unless told otherwise
+    mounts = log_mounts(job.logs)
+    local = any((m := mount_of(p, mounts)) is not None and m[1] in LOCAL_FS_TYPES for f in todo for p in f.files)
+    return run_line([], program_command(job), ["--mode auto --auto-local" if local else "--mode auto"])
 
 
 def to_json(job: Job, findings: list[Finding] | None = None) -> dict:

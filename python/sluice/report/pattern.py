@@ -27,6 +27,15 @@ def log_mounts(logs: Iterable[Log]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+# The file systems of one node alone, where --mode auto only profiles (the
+# same list as sluice_mount_is_local in src/core/mounts.c).
+LOCAL_FS_TYPES = frozenset({
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "nilfs2", "bcachefs", "zfs",
+    "tmpfs", "ramfs", "hugetlbfs", "devtmpfs", "overlay", "vfat", "msdos", "exfat", "ntfs", "ntfs3",
+    "hfsplus", "udf", "iso9660", "squashfs",
+})
+
+
 def mount_of(path: str, mounts: list[tuple[str, str]]) -> tuple[str, str] | None:
     """The mount holding `path`: the longest mount point it is under (of
     equal ones, the later)."""
