@@ -153,17 +153,46 @@ int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, 
     return rc;
 }
 
+/* Copy the data extents of a sparse src (size bytes) and leave its holes
+ * unwritten, as the program left them; the caller sets dst's size. 1 when
+ * the tier cannot tell holes (the caller copies everything), 0 or -errno. */
+static int copy_extents(int src, int64_t size, int dst, size_t unit, struct sluice_record *rec)
+{
+    off_t off = SLUICE_REAL(lseek)(src, 0, SEEK_DATA);
+
+    if (off < 0)
+        return errno == ENXIO ? 0 : 1;   /* ENXIO: all hole */
+    while (off < size) {
+        off_t end = SLUICE_REAL(lseek)(src, off, SEEK_HOLE);
+        if (end < 0)
+            return 1;
+        int rc = publish_copy_range(src, dst, off, end < size ? end : size, unit, rec);
+        if (rc)
+            return rc;
+        if (end >= size || (off = SLUICE_REAL(lseek)(src, end, SEEK_DATA)) < 0)
+            break;   /* (ENXIO: a hole to the end) */
+    }
+    return 0;
+}
+
 /* Copy all of src to dst in unit-sized writes, from a mapping when it can
- * be made; 0 or -errno. */
-static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec)
+ * be made, skipping the holes of a sparse file; 0 or -errno. *sparse: 1
+ * when holes were skipped (dst needs its size set). */
+static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec, int *sparse)
 {
     struct stat st;
     int rc;
 
+    *sparse = 0;
     if (SLUICE_REAL(fstat)(src, &st) != 0)
         return -errno;
     if (st.st_size == 0)
         return 0;
+    if ((int64_t)st.st_blocks * 512 < (int64_t)st.st_size &&
+        (rc = copy_extents(src, st.st_size, dst, unit, rec)) <= 0) {
+        *sparse = 1;
+        return rc;
+    }
     if ((rc = copy_mapped(src, st.st_size, dst, unit, rec)) <= 0)
         return rc;
     return publish_copy_range(src, dst, 0, st.st_size, unit, rec);
@@ -189,7 +218,7 @@ static int complete(int ddir, const struct journal_entry *e, int dst, enum publi
 {
     const char *name = how == DST_TEMP ? tmp : e->path;
     struct stat st, dsb;
-    int src, rc = 0, chmod_needed = how == DST_TEMP;
+    int src, rc = 0, chmod_needed = how == DST_TEMP, sparse = 0;
     uint64_t t0;
 
     src = sluice_privfd_keep(SLUICE_REAL(openat)(ddir, e->id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
@@ -198,13 +227,14 @@ static int complete(int ddir, const struct journal_entry *e, int dst, enum publi
         goto out;
     }
     if (from < st.st_size) {
-        rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit, rec, st.st_size), rec)
+        rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit, rec, st.st_size), rec, &sparse)
                        : publish_copy_range(src, dst, from, st.st_size, unit, rec);
         if (rc)
             fail("cannot write", name, -rc, why, whylen);
     }
-    /* (a copy made early may be longer than the file became) */
-    if (!rc && how == DST_TEMP && SLUICE_REAL(ftruncate)(dst, st.st_size) != 0)
+    /* (a copy made early may be longer than the file became; a sparse file
+     * may end in a hole) */
+    if (!rc && (how == DST_TEMP || sparse) && SLUICE_REAL(ftruncate)(dst, st.st_size) != 0)
         rc = fail("cannot truncate", name, errno, why, whylen);
     if (!rc && sluice_cfg.stage_fsync) {
         t0 = sluice_now();

@@ -975,9 +975,8 @@ static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n,
 /* --mode auto at a staged file's first write: a write the shared file
  * system takes at full speed (SLUICE_AUTO_LARGE and up) gains nothing from
  * the tier, which would write the bytes twice and hold them in node memory
- * until then. The file goes to the shared file system now (with what the
- * tier holds: nothing, or what a truncate made) and straight through from
- * then on. Only a file this
+ * until then. The file, empty still, goes to the shared file system now
+ * and straight through from then on. Only a file this
  * description alone has open: no other description, no forked child, no
  * other process writing it through the tier. 1 when it went. */
 static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t n)
@@ -989,6 +988,9 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
     s->wrote = 1;
     if (n < (size_t)sluice_cfg.auto_large || s->opens != 1 || s->forked)
         return 0;
+    struct stat sb;
+    if (SLUICE_REAL(fstat)(f->fd, &sb) != 0 || sb.st_size != 0)
+        return 0;   /* sized by a truncate first: its holes stay on the tier, not copied as zeros */
     int users = users_hold(s->e.id);
     if (users != -1) {   /* another process joined as a writer (or has it open) */
         users_release(users, s->e.id, 0);

@@ -115,7 +115,14 @@ def write(name, sizes, second_description=False):
 write("ckpt", [1 << 20] * 6)                          # large from the first write
 write("log", [100] * 50 + [1 << 20])                  # small first
 write("pair", [1 << 20] * 2, second_description=True)  # another description has it open
+fd = os.open("sized", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o640)  # sized first, then written
+os.ftruncate(fd, 8 << 20)
+os.pwrite(fd, b"S" * (1 << 20), 0)
+os.close(fd)
 """
+
+
+NAMES = ("ckpt", "log", "pair", "sized")
 
 
 def run_first_writes(tmp_path, logdir, *opts: str, env: dict[str, str] | None = None):
@@ -125,17 +132,18 @@ def run_first_writes(tmp_path, logdir, *opts: str, env: dict[str, str] | None = 
     sluice("run", "-q", "--mode", "auto", *opts, "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
            "--path", str(work), "--", sys.executable, "-c", FIRST_WRITES, cwd=work, env=env)
     subprocess.run([sys.executable, "-c", FIRST_WRITES], cwd=plain, check=True)
-    for name in ("ckpt", "log", "pair"):
+    for name in NAMES:
         assert (work / name).read_bytes() == (plain / name).read_bytes()
         assert (work / name).stat().st_mode == (plain / name).stat().st_mode
     report = report_json(logdir)
-    return work, {name: file_entry(report, work / name) for name in ("ckpt", "log", "pair")}
+    return work, {name: file_entry(report, work / name) for name in NAMES}
 
 
 def test_a_file_whose_first_write_is_large_goes_straight_through(tmp_path, logdir):
     """Staged at its create, a file whose first write is 1 MiB (SLUICE_AUTO_LARGE) goes to the shared
     file system at that write: its writes reach the file system as the program made them, none through
-    the tier. A small first write, or a second description open on the file, keep it staged."""
+    the tier. A small first write, a second description open on the file, or a size set before the
+    first write keep it staged."""
     work, e = run_first_writes(tmp_path, logdir)
     ckpt, log, pair = e["ckpt"], e["log"], e["pair"]
     assert ckpt["app"]["POSIX_AUTO_DIRECT"] == 1 and ckpt["app"]["POSIX_STAGED_OPENS"] == 1
@@ -144,11 +152,12 @@ def test_a_file_whose_first_write_is_large_goes_straight_through(tmp_path, logdi
     assert log["app"]["POSIX_AUTO_DIRECT"] == 0 and log["app"]["POSIX_WRITES"] == 51
     assert log["fs"]["POSIX_WRITES"] == 1 and log["fs"]["POSIX_BYTES_WRITTEN"] == (1 << 20) + 5000
     assert pair["app"]["POSIX_AUTO_DIRECT"] == 0 and pair["fs"]["POSIX_WRITES"] == 1
+    assert e["sized"]["app"]["POSIX_AUTO_DIRECT"] == 0 and e["sized"]["app"]["POSIX_STAGED_OPENS"] == 1
     assert not list((tmp_path / "tier" / "data").iterdir())
     assert "--mode auto: what each opened file got" in sluice("report", str(logdir)).stdout
     # (choice, files, opens, first file)
     assert [(c, n, o, p) for c, _, n, o, p in auto_choices(load_job([logdir]))] == [
-        ("straight through", 1, 1, str(work / "ckpt")), ("staged", 2, 3, str(work / "log"))]
+        ("straight through", 1, 1, str(work / "ckpt")), ("staged", 3, 4, str(work / "log"))]
 
 
 def test_auto_large_zero_stages_whatever_the_size(tmp_path, logdir):
@@ -174,12 +183,12 @@ def test_files_on_this_nodes_own_file_systems_are_only_profiled(tmp_path, logdir
     if _mount_type(tmp_path) not in ("ext4", "xfs", "btrfs", "tmpfs", "overlay", "ext3", "zfs", "f2fs"):
         pytest.skip(f"{tmp_path} is not on a local file system")
     work, e = run_first_writes(tmp_path, logdir, env={"SLUICE_AUTO_LOCAL": "0"})
-    for name, writes in (("ckpt", 6), ("log", 51), ("pair", 2)):
+    for name, writes in (("ckpt", 6), ("log", 51), ("pair", 2), ("sized", 1)):
         app, fs = e[name]["app"], e[name]["fs"]
         assert app["POSIX_AUTO_LOCAL"] == app["POSIX_OPENS"] == fs["POSIX_OPENS"] >= 1
         assert app["POSIX_STAGED_OPENS"] == app["POSIX_AUTO_DIRECT"] == 0
         assert fs["POSIX_WRITES"] == app["POSIX_WRITES"] == writes
     assert not (tmp_path / "tier" / "data").exists() or not list((tmp_path / "tier" / "data").iterdir())
-    assert [(c, n, o) for c, _, n, o, _ in auto_choices(load_job([logdir]))] == [("profiled only", 3, 4)]   # pair: opened twice
+    assert [(c, n, o) for c, _, n, o, _ in auto_choices(load_job([logdir]))] == [("profiled only", 4, 5)]   # pair: opened twice
     text = sluice("report", str(logdir)).stdout
     assert "profiled only" in text and "Node-local tier" not in text

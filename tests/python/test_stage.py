@@ -60,6 +60,50 @@ def _umask() -> int:
     return m
 
 
+SPARSE = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.pwrite(fd, b"a" * (1 << 20), 0)
+os.pwrite(fd, b"b" * (1 << 20), 6 << 20)
+os.ftruncate(fd, 12 << 20)
+os.close(fd)
+"""
+
+
+def _extents(path: Path) -> list[tuple[int, int]]:
+    """(data start, data end) of each extent, by SEEK_DATA/SEEK_HOLE."""
+    out, fd = [], os.open(path, os.O_RDONLY)
+    try:
+        size, off = os.fstat(fd).st_size, 0
+        while off < size:
+            try:
+                off = os.lseek(fd, off, os.SEEK_DATA)
+            except OSError:
+                break
+            end = os.lseek(fd, off, os.SEEK_HOLE)
+            out.append((off, end))
+            off = end
+    finally:
+        os.close(fd)
+    return out
+
+
+def test_a_sparse_file_is_published_with_its_holes(tmp_path, tier, logdir):
+    """Holes the program left stay holes: the publish writes the data extents only (2 MiB of a 12 MiB
+    file), and the file has the blocks and the data map of the same program run plain."""
+    target, plain = tmp_path / "t", tmp_path / "plain"
+    target.mkdir()
+    plain.mkdir()
+    stage_run(tier, target, logdir, sys.executable, "-c", SPARSE, str(target / "s.dat"))
+    subprocess.run([sys.executable, "-c", SPARSE, str(plain / "s.dat")], check=True)
+    got, want = target / "s.dat", plain / "s.dat"
+    assert got.read_bytes() == want.read_bytes() and got.stat().st_size == 12 << 20
+    assert got.stat().st_blocks == want.stat().st_blocks
+    assert _extents(got) == _extents(want) == [(0, 1 << 20), (6 << 20, 7 << 20)]
+    e = file_entry(report_json(logdir), got)
+    assert e["fs"]["POSIX_BYTES_WRITTEN"] == 2 << 20 and e["fs"]["POSIX_WRITES"] == 2
+
+
 def test_reopening_costs_the_shared_file_system_nothing(target, tier, logdir):
     f = target / "log.txt"
     ops = [f"creat:{f}", "write:100", "close"]
