@@ -253,6 +253,15 @@ static enum sluice_mode open_mode(enum sluice_mode mode)
     return mode;
 }
 
+enum sluice_mode sluice_file_mode(enum sluice_mode mode, const struct sluice_record *rec)
+{
+    /* --mode auto on a file system of this node: a tier is no faster than
+     * the file system itself, so there is nothing to gain */
+    if (mode == SLUICE_MODE_AUTO && !sluice_cfg.auto_local && rec && sluice_mount_is_local(rec->mount))
+        return SLUICE_MODE_PROFILE;
+    return mode;
+}
+
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     char abs[PATH_MAX];
@@ -272,13 +281,9 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
     enum sluice_mode fmode = SLUICE_MODE_PROFILE;
     int local = 0;
     if ((rec = sluice_path_record(dirfd, path, abs)) != NULL) {
-        fmode = open_mode(sluice_policy_mode(abs));
-        /* --mode auto on a file system of this node: a tier is no faster
-         * than the file system itself, so there is nothing to gain */
-        if (fmode == SLUICE_MODE_AUTO && !sluice_cfg.auto_local && sluice_mount_is_local(rec->mount)) {
-            fmode = SLUICE_MODE_PROFILE;
-            local = 1;
-        }
+        enum sluice_mode asked = open_mode(sluice_policy_mode(abs));
+        fmode = sluice_file_mode(asked, rec);
+        local = fmode != asked;
     }
     if (rec == NULL || (f = file_alloc()) == NULL || sluice_stack_build(f, fmode) != 0) {
         if (f)

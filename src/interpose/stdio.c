@@ -52,8 +52,9 @@ static struct sluice_record *stream_path_record(const char *path, enum sluice_mo
     if (sluice_ptr_null_page(path) || sluice_policy_skip_fast(path) ||
         sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
         return NULL;
-    *mode = sluice_policy_mode(abs);
-    return sluice_record_get(SLUICE_MOD_STDIO, abs);
+    struct sluice_record *rec = sluice_record_get(SLUICE_MOD_STDIO, abs);
+    *mode = sluice_file_mode(sluice_policy_mode(abs), rec);
+    return rec;
 }
 
 /* A stream of a mode whose tiers give stream buffers (buffer mode: the
