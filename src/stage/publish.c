@@ -153,6 +153,29 @@ int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, 
     return rc;
 }
 
+/* A small file in one read and one write through a buffer on the stack:
+ * no mapping (whose unmap, in a process with threads, interrupts every
+ * core that ran one) and no heap buffer. 0, 1 when src came out shorter
+ * than size (the caller copies the usual way), or -errno. */
+#define SMALL_COPY 16384
+static int copy_small(int src, int64_t size, int dst, struct sluice_record *rec)
+{
+    char buf[SMALL_COPY];
+    int64_t got = 0;
+
+    while (got < size) {
+        ssize_t n = SLUICE_REAL(pread)(src, buf + got, (size_t)(size - got), got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return 1;
+        got += n;
+    }
+    return write_counted(dst, buf, size, 0, rec);
+}
+
 /* Copy the data extents of a sparse src (size bytes) and leave its holes
  * unwritten, as the program left them; the caller sets dst's size. 1 when
  * the tier cannot tell holes (the caller copies everything), 0 or -errno. */
@@ -193,6 +216,8 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec, i
         *sparse = 1;
         return rc;
     }
+    if (st.st_size <= SMALL_COPY && (rc = copy_small(src, st.st_size, dst, rec)) <= 0)
+        return rc;
     if ((rc = copy_mapped(src, st.st_size, dst, unit, rec)) <= 0)
         return rc;
     return publish_copy_range(src, dst, 0, st.st_size, unit, rec);

@@ -1270,6 +1270,16 @@ rescan:
         }
 }
 
+/* A file still to publish (or being published) by this process. */
+static int any_unpublished_locked(void)
+{
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next)
+            if (s->draining || (!s->failed && !s->handed_over))
+                return 1;
+    return 0;
+}
+
 static int stage_quiesce(unsigned why)
 {
     int64_t start = journal_now_ns();
@@ -1309,14 +1319,11 @@ static int stage_quiesce(unsigned why)
     drainers_start_locked();
     pthread_cond_broadcast(&st.work);
     for (;;) {
-        int64_t bytes = pending_bytes_locked(&files);
-        int busy = 0;
-        for (int b = 0; b < STAGE_BUCKETS; b++)
-            for (struct staged *s = st.buckets[b]; s; s = s->next)
-                busy |= s->draining || (!s->failed && !s->handed_over);
-        if (!busy)
+        if (!any_unpublished_locked())
             break;
         if (!told && journal_now_ns() - start > 1000000000LL) {
+            /* (a stat per staged file: asked once, not at every publish) */
+            int64_t bytes = pending_bytes_locked(&files);
             sluice_diag("stage mode: waiting for %d file%s (%.1f MiB) to reach the shared file system", files,
                         files == 1 ? "" : "s", bytes / 1048576.0);
             told = 1;
