@@ -155,6 +155,10 @@ def test_a_file_whose_first_write_is_large_goes_straight_through(tmp_path, logdi
     assert e["sized"]["app"]["POSIX_AUTO_DIRECT"] == 0 and e["sized"]["app"]["POSIX_STAGED_OPENS"] == 1
     assert not list((tmp_path / "tier" / "data").iterdir())
     assert "--mode auto: what each opened file got" in sluice("report", str(logdir)).stdout
+    html = tmp_path / "r.html"
+    sluice("report", "--html", str(html), str(logdir))
+    assert ('<tr data-auto="straight through"><td>straight through</td><td class="num">1</td>'
+            '<td class="num">1</td>') in html.read_text()
     # (choice, files, opens, first file)
     assert [(c, n, o, p) for c, _, n, o, p in auto_choices(load_job([logdir]))] == [
         ("straight through", 1, 1, str(work / "ckpt")), ("staged", 3, 4, str(work / "log"))]

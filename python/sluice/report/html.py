@@ -276,6 +276,25 @@ def _pnetcdf(job: Job, top: int) -> str:
           r["bytes_text"], r["calls"], f"{r['dims']}" + (" (record)" if r["record"] else "")] for r in rows[:top]])
 
 
+def _auto(job: Job) -> str:
+    """What --mode auto gave each opened file, as the text report's table."""
+    from sluice.report.text import auto_choices
+
+    if "auto" not in {l.info.get("mode") for l in job.logs}:
+        return ""
+    rows = auto_choices(job)
+    if not rows:
+        return ""
+    out = ['<section id="auto"><h2>--mode auto: what each opened file got</h2>',
+           '<table class="files"><thead><tr><th>choice</th><th class="num">files</th><th class="num">opens</th>'
+           '<th>why</th><th>first file</th></tr></thead><tbody>']
+    for choice, why, files, opens, path in rows:
+        out.append(f'<tr data-auto="{esc(choice)}"><td>{esc(choice)}</td><td class="num">{files:,}</td>'
+                   f'<td class="num">{opens:,}</td><td>{esc(why)}</td><td class="path">{esc(path)}</td></tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def _layouts(job: Job, top: int) -> str:
     """The layout decisions at create, as the text report's table."""
     from sluice.report.text import layout_rows
@@ -475,6 +494,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
         *(_figure(p) for p in plots),
         "</section>",
         _files(job, top),
+        _auto(job),
         _layouts(job, top),
         _processes(job, top),
         _all_counters(job),
