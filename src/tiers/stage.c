@@ -986,7 +986,9 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
     if (f->mode != SLUICE_MODE_AUTO || sluice_cfg.auto_large <= 0 || s->wrote)
         return 0;
     s->wrote = 1;
-    if (n < (size_t)sluice_cfg.auto_large || s->opens != 1 || s->forked)
+    /* (a file created without write permission for its owner could not be
+     * opened again for writing on the shared file system: it stays) */
+    if (n < (size_t)sluice_cfg.auto_large || s->opens != 1 || s->forked || !(s->e.mode & S_IWUSR))
         return 0;
     struct stat sb;
     if (SLUICE_REAL(fstat)(f->fd, &sb) != 0 || sb.st_size != 0)
