@@ -935,6 +935,12 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int
     pthread_mutex_lock(&st.lock);
     while (s->draining || s->precopying)
         pthread_cond_wait(&st.done, &st.lock);
+    if (counter == POSIX_AUTO_DIRECT && s->opens != 1) {
+        /* another thread opened the file meanwhile: auto's move is only for
+         * a file one description has open */
+        pthread_mutex_unlock(&st.lock);
+        return -EBUSY;
+    }
     precopy_drop_locked(s);
     rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
     if (rc == 0) {
@@ -983,12 +989,16 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
 {
     struct staged *s = d->s;
 
-    if (f->mode != SLUICE_MODE_AUTO || sluice_cfg.auto_large <= 0 || s->wrote)
+    if (f->mode != SLUICE_MODE_AUTO || sluice_cfg.auto_large <= 0 || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
         return 0;
-    s->wrote = 1;
+    pthread_mutex_lock(&st.lock);
+    int first = !s->wrote;
+    __atomic_store_n(&s->wrote, 1, __ATOMIC_RELAXED);
     /* (a file created without write permission for its owner could not be
      * opened again for writing on the shared file system: it stays) */
-    if (n < (size_t)sluice_cfg.auto_large || s->opens != 1 || s->forked || !(s->e.mode & S_IWUSR))
+    int sole = first && s->opens == 1 && !s->forked && (s->e.mode & S_IWUSR);
+    pthread_mutex_unlock(&st.lock);
+    if (!sole || n < (size_t)sluice_cfg.auto_large)
         return 0;
     struct stat sb;
     if (SLUICE_REAL(fstat)(f->fd, &sb) != 0 || sb.st_size != 0)
