@@ -211,7 +211,9 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec, i
         return -errno;
     if (st.st_size == 0)
         return 0;
-    if ((int64_t)st.st_blocks * 512 < (int64_t)st.st_size &&
+    /* (dst may hold an early copy: emptied first, so that no stale byte
+     * stays where the file now has a hole) */
+    if ((int64_t)st.st_blocks * 512 < (int64_t)st.st_size && SLUICE_REAL(ftruncate)(dst, 0) == 0 &&
         (rc = copy_extents(src, st.st_size, dst, unit, rec)) <= 0) {
         *sparse = 1;
         return rc;

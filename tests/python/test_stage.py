@@ -104,6 +104,32 @@ def test_a_sparse_file_is_published_with_its_holes(tmp_path, tier, logdir):
     assert e["fs"]["POSIX_BYTES_WRITTEN"] == 2 << 20 and e["fs"]["POSIX_WRITES"] == 2
 
 
+HOLE_AFTER_EARLY_COPY = """
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+os.write(fd, b"x" * (1 << 20))
+time.sleep(0.5)                       # the early copy takes these bytes
+os.ftruncate(fd, 0)                   # ... which the program then drops
+os.ftruncate(fd, 2 << 20)             # a hole where they were
+os.pwrite(fd, b"y", 3 << 19)
+os.close(fd)
+"""
+
+
+def test_a_hole_over_early_copied_bytes_is_published_as_a_hole(tmp_path, tier, logdir):
+    """An early copy holds bytes the program then truncated away; the file, sparse now, is published
+    from its data extents into that copy: the copy is emptied first, so no stale byte survives."""
+    target, plain = tmp_path / "t", tmp_path / "plain"
+    target.mkdir()
+    plain.mkdir()
+    stage_run(tier, target, logdir, sys.executable, "-c", HOLE_AFTER_EARLY_COPY, str(target / "h.dat"),
+              extra=("--stage-precopy", "1"))
+    subprocess.run([sys.executable, "-c", HOLE_AFTER_EARLY_COPY, str(plain / "h.dat")], check=True)
+    assert (target / "h.dat").read_bytes() == (plain / "h.dat").read_bytes()
+    e = file_entry(report_json(logdir), target / "h.dat")
+    assert e["fs"]["POSIX_BYTES_WRITTEN"] >= (1 << 20) + 1   # the early copy, then the extent
+
+
 def test_reopening_costs_the_shared_file_system_nothing(target, tier, logdir):
     f = target / "log.txt"
     ops = [f"creat:{f}", "write:100", "close"]
