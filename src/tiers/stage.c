@@ -941,8 +941,19 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int
         pthread_mutex_unlock(&st.lock);
         return -EBUSY;
     }
+    /* Another process writing the file through the tier would go on
+     * writing a data file that the publish removes: no move then (the
+     * caller's error stands), as no drainer publishes it then. Held, the
+     * lock keeps new writers waiting until the file is on the shared file
+     * system, where they then find it. */
+    int users = users_hold(s->e.id);
+    if (users == -EBUSY) {
+        pthread_mutex_unlock(&st.lock);
+        return -EBUSY;
+    }
     precopy_drop_locked(s);
     rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
+    users_release(users, s->e.id, rc == 0);
     if (rc == 0) {
         dir_note_published_locked(s->e.path);
         nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
@@ -984,7 +995,8 @@ static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n,
  * until then. The file, empty still, goes to the shared file system now
  * and straight through from then on. Only a file this
  * description alone has open: no other description, no forked child, no
- * other process writing it through the tier. 1 when it went. */
+ * other process writing it through the tier (stage_move_to_shared checks
+ * that). 1 when it went. */
 static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t n)
 {
     struct staged *s = d->s;
@@ -1003,12 +1015,7 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
     struct stat sb;
     if (SLUICE_REAL(fstat)(f->fd, &sb) != 0 || sb.st_size != 0)
         return 0;   /* sized by a truncate first: its holes stay on the tier, not copied as zeros */
-    int users = users_hold(s->e.id);
-    if (users != -1) {   /* another process joined as a writer (or has it open) */
-        users_release(users, s->e.id, 0);
-        return 0;
-    }
-    return stage_move_to_shared(f, d, POSIX_AUTO_DIRECT) == 0;
+    return stage_move_to_shared(f, d, POSIX_AUTO_DIRECT) == 0;   /* (not while another process writes it) */
 }
 
 static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)

@@ -726,6 +726,58 @@ def test_full_tier_goes_straight_through(tmp_path, target, logdir):
         subprocess.run(["umount", "-l", str(t)])
 
 
+FULL_TIER_SHARED = r"""
+import errno, os, subprocess, sys
+f = sys.argv[1]
+child = '''
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)       # a second writer, through the tier
+os.pwrite(fd, b"c" * 4096, 0)
+print("joined", flush=True)
+sys.stdin.readline()
+os.pwrite(fd, b"d" * 4096, 8192)             # after the tier filled up under the first writer
+os.close(fd)
+'''
+fd = os.open(f, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.write(fd, b"a" * 65536)
+p = subprocess.Popen([sys.executable, "-c", child, f], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+p.stdout.readline()
+result = "written"
+try:
+    for i in range(32):
+        os.write(fd, b"b" * 65536)
+except OSError as e:
+    result = errno.errorcode[e.errno]
+p.stdin.write(b"go\n")
+p.stdin.close()
+p.wait()
+os.close(fd)
+print(result)
+"""
+
+
+def test_full_tier_under_a_file_another_process_writes_keeps_that_process_s_bytes(tmp_path, target, logdir):
+    """The tier fills up under a file a second process also writes through the tier: the file cannot move
+    to the shared file system under that process's feet (its later writes would go to a removed data file).
+    The first writer gets the tier's ENOSPC; every byte the second one wrote is in the published file."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a size-limited tmpfs needs root")
+    t = tmp_path / "tier"
+    t.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(t)], check=True)
+    try:
+        f = target / "shared.dat"
+        res = stage_run(t, target, logdir, sys.executable, "-c", FULL_TIER_SHARED, str(f),
+                        env={"SLUICE_STAGE_RESERVE": "0"})
+        assert res.stdout.split()[-1] == "ENOSPC"
+        data = f.read_bytes()
+        assert data[:4096] == b"c" * 4096 and data[4096:8192] == b"a" * 4096
+        assert data[8192:12288] == b"d" * 4096 and data[12288:65536] == b"a" * (65536 - 12288)
+        assert set(data[65536:]) <= {ord("b")}
+    finally:
+        subprocess.run(["umount", "-l", str(t)])
+
+
 # ---------------------------------------------------------------- security
 
 def test_tier_that_is_a_symlink_is_refused(target, tmp_path, logdir):
