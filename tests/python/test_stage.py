@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bin_path, file_entry, python_env, report_json, sluice
+from conftest import bin_path, file_entry, mounted_tmpfs, python_env, report_json, sluice
 
 
 def record_bytes(records: int, size: int) -> bytes:
@@ -704,26 +704,25 @@ def test_full_shared_file_system_keeps_the_data_until_drain(small_tmpfs, tier, l
     assert f.read_bytes() == record_bytes(32, 65536)
 
 
-def test_full_tier_goes_straight_through(tmp_path, target, logdir):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    t = tmp_path / "tier"
-    t.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(t)], check=True)
-    try:
-        f = target / "large.dat"
-        stage_run(t, target, logdir, bin_path("stagewriter"), str(f), "48", "65536", "0",
-                  env={"SLUICE_STAGE_RESERVE": "0"})
-        assert f.read_bytes() == record_bytes(48, 65536)
-        assert file_entry(report_json(logdir), f)["app"]["POSIX_FALLBACKS"] == 1
-        # writev: a vector cut short by the full tier is finished too
-        g = target / "vectored.dat"
-        res = stage_run(t, target, logdir, bin_path("sluice-io"), f"creat:{g}", *["writev:65536:4"] * 40, "close",
-                        env={"SLUICE_STAGE_RESERVE": "0"})
-        assert [json.loads(x)["ret"] for x in res.stdout.splitlines()][1:-1] == [65536] * 40
-        assert g.read_bytes() == b"x" * (40 * 65536)
-    finally:
-        subprocess.run(["umount", "-l", str(t)])
+@pytest.fixture
+def small_tier(tmp_path):
+    """A node-local tier of 1 MiB (a tmpfs of its own): a tier that fills up."""
+    yield from mounted_tmpfs(tmp_path, "tier", "size=1m,mode=0700")
+
+
+def test_full_tier_goes_straight_through(small_tier, target, logdir):
+    t = small_tier
+    f = target / "large.dat"
+    stage_run(t, target, logdir, bin_path("stagewriter"), str(f), "48", "65536", "0",
+              env={"SLUICE_STAGE_RESERVE": "0"})
+    assert f.read_bytes() == record_bytes(48, 65536)
+    assert file_entry(report_json(logdir), f)["app"]["POSIX_FALLBACKS"] == 1
+    # writev: a vector cut short by the full tier is finished too
+    g = target / "vectored.dat"
+    res = stage_run(t, target, logdir, bin_path("sluice-io"), f"creat:{g}", *["writev:65536:4"] * 40, "close",
+                    env={"SLUICE_STAGE_RESERVE": "0"})
+    assert [json.loads(x)["ret"] for x in res.stdout.splitlines()][1:-1] == [65536] * 40
+    assert g.read_bytes() == b"x" * (40 * 65536)
 
 
 FULL_TIER_SHARED = r"""
@@ -756,26 +755,18 @@ print(result)
 """
 
 
-def test_full_tier_under_a_file_another_process_writes_keeps_that_process_s_bytes(tmp_path, target, logdir):
+def test_full_tier_under_a_file_another_process_writes_keeps_that_process_s_bytes(small_tier, target, logdir):
     """The tier fills up under a file a second process also writes through the tier: the file cannot move
     to the shared file system under that process's feet (its later writes would go to a removed data file).
     The first writer gets the tier's ENOSPC; every byte the second one wrote is in the published file."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-limited tmpfs needs root")
-    t = tmp_path / "tier"
-    t.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(t)], check=True)
-    try:
-        f = target / "shared.dat"
-        res = stage_run(t, target, logdir, sys.executable, "-c", FULL_TIER_SHARED, str(f),
-                        env={"SLUICE_STAGE_RESERVE": "0"})
-        assert res.stdout.split()[-1] == "ENOSPC"
-        data = f.read_bytes()
-        assert data[:4096] == b"c" * 4096 and data[4096:8192] == b"a" * 4096
-        assert data[8192:12288] == b"d" * 4096 and data[12288:65536] == b"a" * (65536 - 12288)
-        assert set(data[65536:]) <= {ord("b")}
-    finally:
-        subprocess.run(["umount", "-l", str(t)])
+    f = target / "shared.dat"
+    res = stage_run(small_tier, target, logdir, sys.executable, "-c", FULL_TIER_SHARED, str(f),
+                    env={"SLUICE_STAGE_RESERVE": "0"})
+    assert res.stdout.split()[-1] == "ENOSPC"
+    data = f.read_bytes()
+    assert data[:4096] == b"c" * 4096 and data[4096:8192] == b"a" * 4096
+    assert data[8192:12288] == b"d" * 4096 and data[12288:65536] == b"a" * (65536 - 12288)
+    assert set(data[65536:]) <= {ord("b")}
 
 
 # ---------------------------------------------------------------- security
