@@ -176,12 +176,13 @@ static int copy_small(int src, int64_t size, int dst, struct sluice_record *rec)
     return write_counted(dst, buf, size, 0, rec);
 }
 
-/* Copy the data extents of a sparse src (size bytes) and leave its holes
- * unwritten, as the program left them; the caller sets dst's size. 1 when
- * the tier cannot tell holes (the caller copies everything), 0 or -errno. */
-static int copy_extents(int src, int64_t size, int dst, size_t unit, struct sluice_record *rec)
+/* Copy the data extents of a sparse src from `from` to size and leave its
+ * holes unwritten, as the program left them; the caller sets dst's size. 1
+ * when the tier cannot tell holes (the caller copies everything), 0 or
+ * -errno. */
+static int copy_extents(int src, int64_t from, int64_t size, int dst, size_t unit, struct sluice_record *rec)
 {
-    off_t off = SLUICE_REAL(lseek)(src, 0, SEEK_DATA);
+    off_t off = SLUICE_REAL(lseek)(src, from, SEEK_DATA);
 
     if (off < 0)
         return errno == ENXIO ? 0 : 1;   /* ENXIO: all hole */
@@ -196,6 +197,21 @@ static int copy_extents(int src, int64_t size, int dst, size_t unit, struct slui
             break;   /* (ENXIO: a hole to the end) */
     }
     return 0;
+}
+
+int publish_copy_from(int src, int dst, int64_t from, int64_t to, size_t unit, struct sluice_record *rec,
+                      int *sparse)
+{
+    struct stat st;
+    int rc;
+
+    *sparse = 0;
+    if (SLUICE_REAL(fstat)(src, &st) == 0 && (int64_t)st.st_blocks * 512 < (int64_t)st.st_size &&
+        SLUICE_REAL(ftruncate)(dst, from) == 0 && (rc = copy_extents(src, from, to, dst, unit, rec)) <= 0) {
+        *sparse = 1;
+        return rc;
+    }
+    return publish_copy_range(src, dst, from, to, unit, rec);
 }
 
 /* Copy all of src to dst in unit-sized writes, from a mapping when it can
@@ -214,7 +230,7 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec, i
     /* (dst may hold an early copy: emptied first, so that no stale byte
      * stays where the file now has a hole) */
     if ((int64_t)st.st_blocks * 512 < (int64_t)st.st_size && SLUICE_REAL(ftruncate)(dst, 0) == 0 &&
-        (rc = copy_extents(src, st.st_size, dst, unit, rec)) <= 0) {
+        (rc = copy_extents(src, 0, st.st_size, dst, unit, rec)) <= 0) {
         *sparse = 1;
         return rc;
     }
@@ -254,8 +270,9 @@ static int complete(int ddir, const struct journal_entry *e, int dst, enum publi
         goto out;
     }
     if (from < st.st_size) {
+        /* (from > 0: the early copy holds [0, from)) */
         rc = from == 0 ? copy_data(src, dst, publish_unit(dst, unit, rec, st.st_size), rec, &sparse)
-                       : publish_copy_range(src, dst, from, st.st_size, unit, rec);
+                       : publish_copy_from(src, dst, from, st.st_size, unit, rec, &sparse);
         if (rc)
             fail("cannot write", name, -rc, why, whylen);
     }

@@ -30,6 +30,12 @@ int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct s
 int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char *tmp, size_t tmplen,
                   char *why, size_t whylen);
 int publish_copy_range(int src, int dst, int64_t from, int64_t to, size_t unit, struct sluice_record *rec);
+/* [from, to) of src into dst, which holds [0, from) already: a sparse src's
+ * holes stay holes (dst is cut to `from` first, then its data extents
+ * written; dst's size is the caller's to set). *sparse: 1 when holes were
+ * skipped. 0 or -errno. */
+int publish_copy_from(int src, int dst, int64_t from, int64_t to, size_t unit, struct sluice_record *rec,
+                      int *sparse);
 int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
                      struct sluice_record *rec, char *why, size_t whylen);
 

@@ -474,11 +474,11 @@ static void precopy_step_locked(struct staged *s)
     }
     int64_t from = s->pre_done;
     struct journal_entry e = s->e;
-    int dst = s->pre_fd;
+    int dst = s->pre_fd, sparse;   /* (the size is set when the publish completes) */
     pthread_mutex_unlock(&st.lock);
     src = sluice_privfd_keep(SLUICE_REAL(openat)(st.ddir, e.id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
     int ok = src >= 0 && SLUICE_REAL(fstat)(src, &sb) == 0 &&
-             publish_copy_range(src, dst, from, sb.st_size, (size_t)sluice_cfg.buffer_size, s->rec) == 0;
+             publish_copy_from(src, dst, from, sb.st_size, (size_t)sluice_cfg.buffer_size, s->rec, &sparse) == 0;
     if (src >= 0)
         sluice_privfd_close(src);
     pthread_mutex_lock(&st.lock);

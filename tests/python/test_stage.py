@@ -130,6 +130,35 @@ def test_a_hole_over_early_copied_bytes_is_published_as_a_hole(tmp_path, tier, l
     assert e["fs"]["POSIX_BYTES_WRITTEN"] >= (1 << 20) + 1   # the early copy, then the extent
 
 
+SPARSE_AFTER_EARLY_COPY = """
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+os.write(fd, b"x" * (1 << 20))
+time.sleep(0.5)                              # the early copy takes the first MiB
+os.pwrite(fd, b"y" * (1 << 20), 8 << 20)     # then a hole, a MiB of data, and a hole to the end
+os.ftruncate(fd, 12 << 20)
+os.close(fd)
+"""
+
+
+def test_a_sparse_file_copied_early_keeps_its_holes(tmp_path, tier, logdir):
+    """The rest of a file copied early (from the end of that copy) is copied by its data extents too, by
+    the early copies and by the publish: the published file has plain's blocks and data map."""
+    target, plain = tmp_path / "t", tmp_path / "plain"
+    target.mkdir()
+    plain.mkdir()
+    stage_run(tier, target, logdir, sys.executable, "-c", SPARSE_AFTER_EARLY_COPY, str(target / "s.dat"),
+              extra=("--stage-precopy", "1"))
+    subprocess.run([sys.executable, "-c", SPARSE_AFTER_EARLY_COPY, str(plain / "s.dat")], check=True)
+    got, want = target / "s.dat", plain / "s.dat"
+    assert got.read_bytes() == want.read_bytes()
+    assert got.stat().st_blocks == want.stat().st_blocks
+    assert _extents(got) == _extents(want) == [(0, 1 << 20), (8 << 20, 9 << 20)]
+    # 2 MiB of data, some of it copied twice when an early copy overlaps a write in progress; a copy
+    # of the holes as zeros would write 12 MiB
+    assert 2 << 20 <= file_entry(report_json(logdir), got)["fs"]["POSIX_BYTES_WRITTEN"] < 4 << 20
+
+
 def test_reopening_costs_the_shared_file_system_nothing(target, tier, logdir):
     f = target / "log.txt"
     ops = [f"creat:{f}", "write:100", "close"]
