@@ -193,6 +193,7 @@ def test_files_on_this_nodes_own_file_systems_are_only_profiled(tmp_path, logdir
         assert app["POSIX_STAGED_OPENS"] == app["POSIX_AUTO_DIRECT"] == 0
         assert fs["POSIX_WRITES"] == app["POSIX_WRITES"] == writes
     assert not (tmp_path / "tier" / "data").exists() or not list((tmp_path / "tier" / "data").iterdir())
-    assert [(c, n, o) for c, _, n, o, _ in auto_choices(load_job([logdir]))] == [("profiled only", 4, 5)]   # pair: opened twice
+    # (pair is opened twice)
+    assert [(c, n, o) for c, _, n, o, _ in auto_choices(load_job([logdir]))] == [("profiled only", 4, 5)]
     text = sluice("report", str(logdir)).stdout
     assert "profiled only" in text and "Node-local tier" not in text

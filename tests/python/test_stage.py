@@ -88,15 +88,21 @@ def _extents(path: Path) -> list[tuple[int, int]]:
     return out
 
 
-def test_a_sparse_file_is_published_with_its_holes(tmp_path, tier, logdir):
-    """Holes the program left stay holes: the publish writes the data extents only (2 MiB of a 12 MiB
-    file), and the file has the blocks and the data map of the same program run plain."""
+def stage_and_plain(tmp_path: Path, tier: Path, logdir: Path, script: str, name: str,
+                    extra: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """The same Python script writing `name` under stage mode and plain: (staged result, plain result)."""
     target, plain = tmp_path / "t", tmp_path / "plain"
     target.mkdir()
     plain.mkdir()
-    stage_run(tier, target, logdir, sys.executable, "-c", SPARSE, str(target / "s.dat"))
-    subprocess.run([sys.executable, "-c", SPARSE, str(plain / "s.dat")], check=True)
-    got, want = target / "s.dat", plain / "s.dat"
+    stage_run(tier, target, logdir, sys.executable, "-c", script, str(target / name), extra=extra)
+    subprocess.run([sys.executable, "-c", script, str(plain / name)], check=True)
+    return target / name, plain / name
+
+
+def test_a_sparse_file_is_published_with_its_holes(tmp_path, tier, logdir):
+    """Holes the program left stay holes: the publish writes the data extents only (2 MiB of a 12 MiB
+    file), and the file has the blocks and the data map of the same program run plain."""
+    got, want = stage_and_plain(tmp_path, tier, logdir, SPARSE, "s.dat")
     assert got.read_bytes() == want.read_bytes() and got.stat().st_size == 12 << 20
     assert got.stat().st_blocks == want.stat().st_blocks
     assert _extents(got) == _extents(want) == [(0, 1 << 20), (6 << 20, 7 << 20)]
@@ -119,14 +125,9 @@ os.close(fd)
 def test_a_hole_over_early_copied_bytes_is_published_as_a_hole(tmp_path, tier, logdir):
     """An early copy holds bytes the program then truncated away; the file, sparse now, is published
     from its data extents into that copy: the copy is emptied first, so no stale byte survives."""
-    target, plain = tmp_path / "t", tmp_path / "plain"
-    target.mkdir()
-    plain.mkdir()
-    stage_run(tier, target, logdir, sys.executable, "-c", HOLE_AFTER_EARLY_COPY, str(target / "h.dat"),
-              extra=("--stage-precopy", "1"))
-    subprocess.run([sys.executable, "-c", HOLE_AFTER_EARLY_COPY, str(plain / "h.dat")], check=True)
-    assert (target / "h.dat").read_bytes() == (plain / "h.dat").read_bytes()
-    e = file_entry(report_json(logdir), target / "h.dat")
+    got, want = stage_and_plain(tmp_path, tier, logdir, HOLE_AFTER_EARLY_COPY, "h.dat", ("--stage-precopy", "1"))
+    assert got.read_bytes() == want.read_bytes()
+    e = file_entry(report_json(logdir), got)
     assert e["fs"]["POSIX_BYTES_WRITTEN"] >= (1 << 20) + 1   # the early copy, then the extent
 
 
@@ -144,13 +145,7 @@ os.close(fd)
 def test_a_sparse_file_copied_early_keeps_its_holes(tmp_path, tier, logdir):
     """The rest of a file copied early (from the end of that copy) is copied by its data extents too, by
     the early copies and by the publish: the published file has plain's blocks and data map."""
-    target, plain = tmp_path / "t", tmp_path / "plain"
-    target.mkdir()
-    plain.mkdir()
-    stage_run(tier, target, logdir, sys.executable, "-c", SPARSE_AFTER_EARLY_COPY, str(target / "s.dat"),
-              extra=("--stage-precopy", "1"))
-    subprocess.run([sys.executable, "-c", SPARSE_AFTER_EARLY_COPY, str(plain / "s.dat")], check=True)
-    got, want = target / "s.dat", plain / "s.dat"
+    got, want = stage_and_plain(tmp_path, tier, logdir, SPARSE_AFTER_EARLY_COPY, "s.dat", ("--stage-precopy", "1"))
     assert got.read_bytes() == want.read_bytes()
     assert got.stat().st_blocks == want.stat().st_blocks
     assert _extents(got) == _extents(want) == [(0, 1 << 20), (8 << 20, 9 << 20)]
