@@ -31,6 +31,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _shown(p: Path) -> str:
+    """A library directory as recorded: relative to the repository when it is inside it (the results
+    file is committed; this machine's checkout is not part of it)."""
+    try:
+        return str(p.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
 def run_once(native: Path, mode: str, argv: list[str], workdir: Path, metric: str) -> float:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
@@ -62,14 +71,14 @@ def main() -> None:
         name, _, path = spec.partition("=")
         if not path or not (Path(path) / "libsluice.so").exists():
             raise SystemExit(f"ab_libs: --lib {spec}: no libsluice.so there")
-        libs.append((name, Path(path).resolve()))
+        libs.append((name, Path(path)))
     runs: dict[str, list[float]] = {name: [] for name, _ in libs}
     loads = []
     for r in range(a.rounds):
         order = libs if r % 2 == 0 else libs[::-1]
         loads.append(os.getloadavg()[0])
         for name, native in order:
-            v = run_once(native, a.mode, a.argv, a.target / f"sluice-ab-{os.getpid()}", a.metric)
+            v = run_once(native.resolve(), a.mode, a.argv, a.target / f"sluice-ab-{os.getpid()}", a.metric)
             runs[name].append(v)
             print(f"round {r + 1}/{a.rounds} {name}: {v:.4g}", flush=True)
     shutil.rmtree(a.target / f"sluice-ab-{os.getpid()}", ignore_errors=True)
@@ -87,7 +96,7 @@ def main() -> None:
     if a.json:
         a.json.write_text(json.dumps({
             "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "mode": a.mode,
-            "metric": a.metric, "libs": {n: str(p) for n, p in libs}, "runs": runs, "summary": summary,
+            "metric": a.metric, "libs": {n: _shown(p) for n, p in libs}, "runs": runs, "summary": summary,
             "load1_before_rounds": loads}, indent=1) + "\n")
 
 
