@@ -71,11 +71,12 @@ void sluice_fd_forget(int fd);
 void sluice_shared_open_begin(void);
 void sluice_shared_open_end(void);
 
-/* Open (dirfd, path) when the policy records it, else plain openat. */
 /* The mode a recorded file of the path's `mode` gets: --mode auto leaves
  * a file on this node's own file system to it (profile; SLUICE_AUTO_LOCAL
  * keeps auto there). */
 enum sluice_mode sluice_file_mode(enum sluice_mode mode, const struct sluice_record *rec);
+
+/* Open (dirfd, path) when the policy records it, else plain openat. */
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode);
 
 ssize_t sluice_file_read(struct sluice_file *f, int fd, void *buf, size_t n, off_t off);

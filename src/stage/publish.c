@@ -227,13 +227,10 @@ static int copy_data(int src, int dst, size_t unit, struct sluice_record *rec, i
         return -errno;
     if (st.st_size == 0)
         return 0;
-    /* (dst may hold an early copy: emptied first, so that no stale byte
-     * stays where the file now has a hole) */
-    if ((int64_t)st.st_blocks * 512 < (int64_t)st.st_size && SLUICE_REAL(ftruncate)(dst, 0) == 0 &&
-        (rc = copy_extents(src, 0, st.st_size, dst, unit, rec)) <= 0) {
-        *sparse = 1;
-        return rc;
-    }
+    /* (dst may hold an early copy: publish_copy_from empties it first, so
+     * that no stale byte stays where the file now has a hole) */
+    if ((int64_t)st.st_blocks * 512 < (int64_t)st.st_size)
+        return publish_copy_from(src, dst, 0, st.st_size, unit, rec, sparse);
     if (st.st_size <= SMALL_COPY && (rc = copy_small(src, st.st_size, dst, rec)) <= 0)
         return rc;
     if ((rc = copy_mapped(src, st.st_size, dst, unit, rec)) <= 0)

@@ -1061,10 +1061,12 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     struct stage_desc *d = desc_of(f, level);
     ssize_t rc;
 
+    if (!d->s)
+        return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     size_t total = 0;
     for (int i = 0; i < cnt; i++)
         total += iov[i].iov_len;
-    if (!d->s || auto_goes_direct(f, d, total))
+    if (auto_goes_direct(f, d, total))
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (flags)
         rc = sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags));
@@ -1882,7 +1884,9 @@ static void stage_tier_path_list(cpath *dir, void (*emit)(void *ctx, const char 
 
 /* Owner and extended attributes (ACLs: cp -p, tar) of an open staged file
  * are the shared file system's to keep: the file moves there first (as
- * when the tier is full), then the call goes down. Times need no move: the
+ * when the tier is full), then the call goes down. (While another process
+ * writes the file through the tier it cannot move: the call fails with
+ * EBUSY, where moving would lose that process's writes.) Times need no move: the
  * data file's times are published when the program set them. */
 static int stage_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
 {
@@ -1894,7 +1898,8 @@ static int stage_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
 static ssize_t stage_fxattr(struct sluice_file *f, int level, const struct sluice_xattr *x)
 {
     struct stage_desc *d = desc_of(f, level);
-    int rc = d->s && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE) ? stage_move_to_shared(f, d, POSIX_FALLBACKS) : 0;
+    int moves = d->s && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE);
+    int rc = moves ? stage_move_to_shared(f, d, POSIX_FALLBACKS) : 0;
     return rc ? rc : sluice_tier_fxattr(f, level + 1, x);
 }
 
