@@ -173,12 +173,23 @@ if fuse_alive && ceph_mounted "$MNT"; then
 elif mountpoint -q "$MNT"; then
     die "$MNT is a mount point already, and not ours"
 else
-    stop_pidfile client 10 "$RUN/ceph-fuse.pid" "$(fuse_pats)"
-    spawn "$RUN/ceph-fuse.pid" "$STATE/log/ceph-fuse.out" ceph-fuse -f -c "$CONF" "$MNT"
-    echo "$MNT" > "$RUN/mountpoint"
+    # A client started just after the MDS went active can still be turned
+    # away (a loaded machine: its first MDS map may not list an active rank
+    # yet); try three times, and say what the last attempt printed.
     mount_settled() { ceph_mounted "$MNT" || ! fuse_alive; }
-    wait_for 30 "the mount at $MNT" mount_settled
-    ceph_mounted "$MNT" || die "ceph-fuse exited, see $STATE/log/ceph-fuse.out"
+    out="$STATE/log/ceph-fuse.out"
+    for attempt in 1 2 3; do
+        stop_pidfile client 10 "$RUN/ceph-fuse.pid" "$(fuse_pats)"
+        from=$(($(stat -c %s "$out" 2> /dev/null || echo 0) + 1))
+        spawn "$RUN/ceph-fuse.pid" "$out" ceph-fuse -f -c "$CONF" "$MNT"
+        echo "$MNT" > "$RUN/mountpoint"
+        wait_for 60 "the mount at $MNT" mount_settled
+        ceph_mounted "$MNT" && break
+        said=$(tail -c "+$from" "$out" | grep -v -e '^[[:space:]]*$' -e 'starting ' -e 'newargv' | tail -n 2 | tr '\n' ' ')
+        [ "$attempt" -lt 3 ] || die "ceph-fuse exited 3 times: ${said:-no message} (log: $out)"
+        log "ceph-fuse exited (${said:-no message}); trying again"
+        sleep 2
+    done
     log "mounted at $MNT (client pid $(< "$RUN/ceph-fuse.pid"))"
 fi
 has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
