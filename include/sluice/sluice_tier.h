@@ -117,6 +117,14 @@ enum sluice_tier_control_op {
      * before the lock call (every lock or unlock call: bytes written under
      * a lock reach the tier below before it is released). arg: NULL. */
     SLUICE_CTL_LOCKED = 4,
+    /* exec() is about to replace the program image, and the description
+     * may outlive it: the next image (or this one, if exec fails) uses the
+     * descriptor without the tier. A tier that keeps the file's bytes
+     * where such writes would be lost moves the file to the tier below
+     * now, points f->fd and every descriptor naming the description at it
+     * (sluice_file_descriptors_follow) and goes straight through. Before
+     * the quiesce of the end. arg: NULL. */
+    SLUICE_CTL_EXEC = 5,
 };
 
 struct sluice_tier_ops {

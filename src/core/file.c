@@ -136,6 +136,23 @@ static void fd_slot_stale(int fd, struct sluice_file *old)
     sluice_file_put(old);
 }
 
+/* 0, 1 and 2 are stdin, stdout and stderr, the C library's streams that
+ * no wrapper of ours sees: through them the description's position moves
+ * behind the tiers' back (a shell's `{ echo a; cmd; } > file` writes with
+ * stdout's buffer, then forks). Tiers go straight through, as for fdopen;
+ * not for a direction the stream cannot use (a program without stdin
+ * opening a file to write gets 0). */
+static void fd_under_std_stream(int fd, struct sluice_file *f)
+{
+    int acc = f->flags & O_ACCMODE;
+    int stream_can = fd == STDIN_FILENO ? acc != O_WRONLY : acc != O_RDONLY;
+
+    if (fd <= STDERR_FILENO && stream_can && f->depth > 1) {
+        unsigned reason = SLUICE_FALLBACK_SHARED;
+        (void)sluice_tier_control(f, 0, SLUICE_CTL_FALLBACK, &reason);
+    }
+}
+
 static void fd_install(int fd, struct sluice_file *f)
 {
     struct sluice_file *old;
@@ -317,6 +334,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
     sluice_count_open(rec, f->sides, t0, t1);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
+    fd_under_std_stream(fd, f);
     sluice_file_put(f);   /* the table holds it now */
     return fd;
 }
@@ -595,6 +613,7 @@ void sluice_fd_dup(int oldfd, int newfd)
         return;
     if ((unsigned)newfd < (unsigned)fd_table_size) {
         fd_install(newfd, f);
+        fd_under_std_stream(newfd, f);
         uint64_t t = sluice_now();
         sluice_count_meta(f->rec, f->sides, POSIX_DUPS, t, t);
     }
@@ -647,6 +666,39 @@ void sluice_fd_replaced(int fd)
     }
     sluice_count_close(f->rec, f->sides, t, t);
     sluice_file_put(f);
+}
+
+void sluice_file_descriptors_follow(struct sluice_file *f)
+{
+    int high = atomic_load(&fd_high);
+
+    for (int i = 0; i <= high && i < fd_table_size; i++) {
+        if (i == f->fd || atomic_load_explicit(&fd_table[i], memory_order_acquire) != f)
+            continue;
+        int fl = SLUICE_REAL(fcntl)(i, F_GETFD);
+        if (fl >= 0)
+            (void)SLUICE_REAL(dup3)(f->fd, i, (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+    }
+}
+
+void sluice_files_before_exec(void)
+{
+    static unsigned pass;
+    int high = atomic_load(&fd_high);
+
+    /* (a failed exec returns here and may try again: a new pass each time) */
+    if (++pass == 0)
+        pass = 1;
+    for (int i = 0; i <= high && i < fd_table_size; i++) {
+        struct sluice_file *f = sluice_fd_get(i);
+        if (!f)
+            continue;
+        if (f->depth > 1 && f->exec_seen != pass) {
+            f->exec_seen = pass;
+            (void)sluice_tier_control(f, 0, SLUICE_CTL_EXEC, NULL);
+        }
+        sluice_file_put(f);
+    }
 }
 
 void sluice_files_after_fork_child(void)

@@ -42,6 +42,7 @@ struct sluice_file {
     int owns_pos;                    /* a tier keeps the position (SLUICE_TIER_OWNS_POSITION) */
     int depth;                       /* tiers in the stack */
     int mode;                        /* enum sluice_mode the stack was built for */
+    unsigned exec_seen;              /* sluice_files_before_exec's pass that reached it */
     const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
     void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
     struct sluice_file *free_next;   /* free list link */
@@ -129,6 +130,15 @@ void sluice_fd_replaced(int fd);
 /* fd's file leaves any mode that changes its I/O (reason: sluice_fallback
  * bits): mmap, locks, fdopen. A no-op for descriptors sluice does not know. */
 void sluice_fd_fallback(int fd, unsigned reason);
+
+/* A tier moved f to another description (f->fd names it now): every
+ * descriptor of the program naming f follows, keeping its close-on-exec
+ * flag, since the kernel, stdio and the next program image use those
+ * numbers without us. */
+void sluice_file_descriptors_follow(struct sluice_file *f);
+
+/* Before exec: each recorded description's tiers get SLUICE_CTL_EXEC once. */
+void sluice_files_before_exec(void);
 
 /* In a forked child. */
 void sluice_files_after_fork_child(void);

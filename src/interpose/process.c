@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "interpose/interpose.h"
 #include "sys/umask.h"
 #include "sluice/sluice_logfmt.h"
@@ -19,6 +20,11 @@ static int exec_prepare(char *path, size_t len)
     path[0] = '\0';
     if (__atomic_load_n(&sluice__state, __ATOMIC_ACQUIRE) != SLUICE_STATE_ACTIVE || sluice_in_vfork_child())
         return 0;
+    /* Descriptors the next image inherits (`cmd > file` in a shell) must
+     * name files it can write without us, before the end publishes them. */
+    sluice__guard++;
+    sluice_files_before_exec();
+    sluice__guard--;
     return sluice_finish(SLUICE_END_EXEC, 0, path, len) == 0;
 }
 

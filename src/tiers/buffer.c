@@ -977,15 +977,18 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
          * them (a second request must not put back a stale one). */
         if ((ino->fallback & reason) != reason)
             count_fallback(f, reason & ~ino->fallback);
+        /* (not a description shared with a forked process: the kernel's
+         * position is already the truth, and the child may have moved it) */
         if (!ino->fallback)
             for (struct buffer_desc *o = ino->descs; o; o = o->next)
-                if (!o->fallback)
+                if (!desc_fallback(o->file, o))
                     desc_sync_position(o);
         ino->fallback |= reason;
     } else {
+        unsigned had = desc_fallback(f, d);   /* (forked: SHARED, counted, now) */
         if ((d->fallback & reason) != reason)
             count_fallback(f, reason & ~d->fallback);
-        if (!d->fallback && !ino->fallback)
+        if (!had)
             desc_sync_position(d);
         d->fallback |= reason;
     }

@@ -922,9 +922,11 @@ again:
 
 /* ------------------------------------------------------------ data */
 
-/* The tier is full under a staged file: publish what it holds, point the
- * descriptor at the shared file (same number, same position) and go on
- * straight through. 0 or -errno. */
+/* The tier is full under a staged file (or mmap, fchown, an exec, auto's
+ * large first write): publish what it holds, point the descriptor at the
+ * shared file (same number, same position, same close-on-exec flag), the
+ * program's other numbers for it too, and go on straight through.
+ * 0 or -errno. */
 static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int counter)
 {
     struct staged *s = d->s;
@@ -956,12 +958,17 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int
     users_release(users, s->e.id, rc == 0);
     if (rc == 0) {
         dir_note_published_locked(s->e.path);
+        int fdflags = SLUICE_REAL(fcntl)(f->fd, F_GETFD);
         nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
-        if (nfd < 0 || SLUICE_REAL(dup2)(nfd, f->fd) < 0) {
+        if (nfd < 0 || SLUICE_REAL(dup3)(nfd, f->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
             rc = -errno;
         } else {
             if (pos >= 0)
                 SLUICE_REAL(lseek)(f->fd, pos, SEEK_SET);
+            /* (a number the program dup'ed is still the tier's file: the
+             * kernel, stdio or an exec'd image would write the data file the
+             * publish just removed) */
+            sluice_file_descriptors_follow(f);
             if (--s->opens == 0) {
                 published_locked(s);
                 forget_locked(s);
@@ -1225,6 +1232,16 @@ static int stage_control(struct sluice_file *f, int level, int op, void *arg)
     struct staged *s = d->s;
     if (!s)
         return sluice_tier_control(f, level + 1, op, arg);
+    if (op == SLUICE_CTL_EXEC) {
+        /* The next image writes through the descriptor without us, after
+         * the end's quiesce would have published the file as complete (a
+         * shell's `cmd > file`): the file goes to the shared file system
+         * now, and the descriptor with it. A file a forked parent staged is
+         * the parent's to publish (its data file stays while it has it open). */
+        if (s->e.pid != getpid())
+            return 0;
+        return stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0 ? 1 : 0;
+    }
     if (op == SLUICE_CTL_FALLBACK && (*(const unsigned *)arg & SLUICE_FALLBACK_MMAP)) {
         /* A mapping outlives the descriptor and its bytes change without a
          * write we see: the file moves to the shared file system before it

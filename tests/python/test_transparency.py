@@ -263,6 +263,58 @@ def test_shell_workflow_keeps_bytes_modes_and_times(tmp_path, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_shell_redirections_of_external_commands_keep_their_output(tmp_path, mode):
+    # `cmd > file` with cmd an external program: the shell's child opens the
+    # file, then execs cmd, which writes through the inherited descriptor
+    # (stage mode published the empty file at the exec and dropped cat's
+    # bytes); a group whose builtin writes with stdout's buffer before a
+    # forked command writes too (buffer mode put the position back); a
+    # subshell whose last command is exec'd in place; pipes; a numbered
+    # descriptor; a nested shell.
+    script = ("set -e; cd {w}; echo abc > log.txt; seq 1 3000 >> log.txt; "
+              "cat log.txt > c1.txt; sort -r log.txt > s1.txt; tac log.txt > t1.txt; "
+              "{ echo a; cat log.txt; echo b; } > grp.txt; { echo a; /bin/echo x; } > g1.txt; "
+              "( cat log.txt; tac log.txt ) > sub.txt; cat log.txt | sort -n > pipe.txt; "
+              "exec 5> fd5.txt; cat log.txt >&5; echo five >&5; exec 5>&-; "
+              "bash -c 'cat log.txt; echo nested' > nested.txt; echo tail >> c1.txt; "
+              "wc -c c1.txt s1.txt t1.txt grp.txt g1.txt sub.txt pipe.txt fd5.txt nested.txt")
+    cp = same_as_plain(tmp_path, mode, ["bash", "-c", script])
+    work = tmp_path / f"w-{mode}"
+    assert (work / "g1.txt").read_text() == "a\nx\n"
+    assert (work / "c1.txt").read_text() == (work / "log.txt").read_text() + "tail\n"
+    assert " 0 " not in cp.stdout
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_descriptor_survives_a_failed_exec_and_an_exec_keeps_what_it_inherits(tmp_path, mode):
+    # A failed exec returns to the program with its files as they were (a
+    # staged file moved to the file system at the exec keeps its position
+    # and its close-on-exec flag); a forked child's exec'd shell writes
+    # through an inherited dup of it.
+    prog = ("import os, sys\n"
+            "w = sys.argv[1]\n"
+            "fd = os.open(w + '/kept', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)\n"
+            "os.write(fd, b'before\\n')\n"
+            "try:\n"
+            "    os.execv(w + '/no-such-program', ['no-such-program'])\n"
+            "except OSError as e:\n"
+            "    print('exec failed', e.errno)\n"
+            "os.write(fd, b'after\\n')\n"
+            "print('close-on-exec', not os.get_inheritable(fd))\n"
+            "os.dup2(fd, 7)\n"
+            "os.write(7, b'dup\\n')\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.execv('/bin/sh', ['sh', '-c', 'echo child >&7'])\n"
+            "os.waitpid(pid, 0)\n"
+            "os.write(fd, b'end\\n'); os.close(fd); os.close(7)\n"
+            "print(repr(open(w + '/kept').read()), oct(os.stat(w + '/kept').st_mode & 0o777))\n")
+    cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
+    assert cp.stdout.split("\n")[:3] == ["exec failed 2", "close-on-exec True",
+                                         "'before\\nafter\\ndup\\nchild\\nend\\n' 0o640"]
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_streams_and_descriptors_share_one_view(tmp_path, mode):
     # fopen of a file just written with open(), an fopen("w") rewrite of it,
     # fopen("x") of an existing name: what the C library's fopen does
