@@ -89,15 +89,17 @@ struct sluice_h5_api {
     SLUICE_H5_QUERIES
 #undef SLUICE_H5_WRAP
 #undef SLUICE_H5_QUERY
+    int queries_ok;   /* the queries the counters need were all found */
 };
 
-/* The next definitions of the wrapped functions and the queries, resolved
- * on the first wrapped call (the program has its HDF5 loaded by then):
- * dlsym(RTLD_NEXT), else the libhdf5 a Python extension loaded privately
- * (h5py's wheels). A wrapped slot is NULL only if no HDF5 is loaded. */
-const struct sluice_h5_api *sluice_h5_api(void);
+/* The HDF5 of the code that called a wrapper (ra: its return address),
+ * resolved on its first call (its library is loaded by then): the libhdf5
+ * the caller's object binds to (h5py's or netCDF4's own copy), else the
+ * next definitions in the global scope (dlsym(RTLD_NEXT)), else the first
+ * libhdf5 loaded. A wrapped slot is NULL only if no HDF5 is loaded. */
+const struct sluice_h5_api *sluice_h5_api_of(const void *ra);
 
-/* Whether the queries the counters need were all found. */
-int sluice_h5_queries_ok(void);
+/* In a forked child. */
+void sluice_h5_api_after_fork_child(void);
 
 #endif

@@ -82,6 +82,7 @@ enum { H5_FILE = 1, H5_DATASET = 2 };
 
 struct hid_slot {
     int64_t hid;                    /* 0: empty; H5_TOMB: removed */
+    const struct sluice_h5_api *api; /* the library the id belongs to (ids of two are unrelated) */
     int kind;
     void *obj;                      /* struct sluice_record * (file), struct h5d_handle * (dataset) */
 };
@@ -96,13 +97,13 @@ static size_t hid_hash(int64_t hid)
     return (size_t)(h >> 32);
 }
 
-/* The slot of hid, or NULL. Under table_lock. */
-static struct hid_slot *slot_find(int64_t hid)
+/* The slot of a's hid, or NULL. Under table_lock. */
+static struct hid_slot *slot_find(const struct sluice_h5_api *a, int64_t hid)
 {
     if (!table || hid <= 0)
         return NULL;
     for (size_t i = hid_hash(hid) & (table_cap - 1);; i = (i + 1) & (table_cap - 1)) {
-        if (table[i].hid == hid)
+        if (table[i].hid == hid && table[i].api == a)
             return &table[i];
         if (table[i].hid == 0)
             return NULL;
@@ -126,14 +127,13 @@ static void obj_free(int kind, void *obj)
  * knows when it is large). Under table_lock. 0 or -1. */
 static int table_grow(void)
 {
-    const struct sluice_h5_api *a = sluice_h5_api();
     size_t cap = table_cap ? table_cap : 256;
     struct hid_slot *old = table, *nt;
     size_t oldcap = table_cap;
 
-    if (old && table_live > 1024 && a->H5Iis_valid)
+    if (old && table_live > 1024)
         for (size_t i = 0; i < oldcap; i++)
-            if (old[i].hid > 0 && a->H5Iis_valid(old[i].hid) <= 0) {
+            if (old[i].hid > 0 && old[i].api->H5Iis_valid && old[i].api->H5Iis_valid(old[i].hid) <= 0) {
                 obj_free(old[i].kind, old[i].obj);
                 slot_remove(&old[i]);
             }
@@ -157,7 +157,7 @@ static int table_grow(void)
 }
 
 /* Remember hid (a new identifier: an old entry of the same number is stale). */
-static void table_put(int64_t hid, int kind, void *obj)
+static void table_put(const struct sluice_h5_api *a, int64_t hid, int kind, void *obj)
 {
     struct hid_slot *s;
 
@@ -166,7 +166,7 @@ static void table_put(int64_t hid, int kind, void *obj)
         return;
     }
     pthread_mutex_lock(&table_lock);
-    if ((s = slot_find(hid)) != NULL) {
+    if ((s = slot_find(a, hid)) != NULL) {
         obj_free(s->kind, s->obj);
         slot_remove(s);
     }
@@ -180,30 +180,30 @@ static void table_put(int64_t hid, int kind, void *obj)
         i = (i + 1) & (table_cap - 1);
     if (table[i].hid == 0)
         table_used++;
-    table[i] = (struct hid_slot){hid, kind, obj};
+    table[i] = (struct hid_slot){hid, a, kind, obj};
     table_live++;
     pthread_mutex_unlock(&table_lock);
 }
 
 /* The object of hid if it is of this kind (dataset: a copy of its handle). */
-static struct sluice_record *table_file(int64_t hid)
+static struct sluice_record *table_file(const struct sluice_h5_api *a, int64_t hid)
 {
     struct sluice_record *r = NULL;
 
     pthread_mutex_lock(&table_lock);
-    struct hid_slot *s = slot_find(hid);
+    struct hid_slot *s = slot_find(a, hid);
     if (s && s->kind == H5_FILE)
         r = s->obj;
     pthread_mutex_unlock(&table_lock);
     return r;
 }
 
-static int table_dataset(int64_t hid, struct h5d_handle *out)
+static int table_dataset(const struct sluice_h5_api *a, int64_t hid, struct h5d_handle *out)
 {
     int found = 0;
 
     pthread_mutex_lock(&table_lock);
-    struct hid_slot *s = slot_find(hid);
+    struct hid_slot *s = slot_find(a, hid);
     if (s && s->kind == H5_DATASET) {
         *out = *(struct h5d_handle *)s->obj;
         found = 1;
@@ -213,10 +213,10 @@ static int table_dataset(int64_t hid, struct h5d_handle *out)
 }
 
 /* Forget hid (after a successful close). */
-static void table_drop(int64_t hid)
+static void table_drop(const struct sluice_h5_api *a, int64_t hid)
 {
     pthread_mutex_lock(&table_lock);
-    struct hid_slot *s = slot_find(hid);
+    struct hid_slot *s = slot_find(a, hid);
     if (s) {
         obj_free(s->kind, s->obj);
         slot_remove(s);
@@ -281,10 +281,9 @@ static void count_meta(struct sluice_record *r, int counter, int ftime, int firs
 }
 
 /* A read or write that succeeded on dataset handle h. */
-static void count_rw(const struct h5d_handle *h, enum sluice_access kind, sluice_hid_t file_space,
-                     sluice_hid_t xfer, uint64_t t0, uint64_t t1)
+static void count_rw(const struct sluice_h5_api *a, const struct h5d_handle *h, enum sluice_access kind,
+                     sluice_hid_t file_space, sluice_hid_t xfer, uint64_t t0, uint64_t t1)
 {
-    const struct sluice_h5_api *a = sluice_h5_api();
     struct sluice_record *r = h->st->rec;
     int64_t v[H5_ACC_VALS] = {0}, npoints = h->npoints, bytes;
     int sel = SLUICE_H5S_SEL_ALL, regular = 0, collective = 0;
@@ -353,9 +352,9 @@ static void count_rw(const struct h5d_handle *h, enum sluice_access kind, sluice
 
 /* The H5D record name of dataset `name` opened at loc_id: "<file>:<path>";
  * 0, or -1 when the file is not recorded. */
-static int dataset_name(sluice_hid_t loc_id, const char *name, char *out, size_t outlen)
+static int dataset_name(const struct sluice_h5_api *a, sluice_hid_t loc_id, const char *name, char *out,
+                        size_t outlen)
 {
-    const struct sluice_h5_api *a = sluice_h5_api();
     char file[PATH_MAX], loc[PATH_MAX];
     ssize_t n = a->H5Fget_name(loc_id, file, sizeof file);
     const char *colon, *slash, *fname = file;
@@ -383,17 +382,16 @@ static int dataset_name(sluice_hid_t loc_id, const char *name, char *out, size_t
 }
 
 /* A dataset opened or created: its record, properties and handle. */
-static void dataset_opened(sluice_hid_t loc_id, const char *name, sluice_hid_t d, int deprecated, uint64_t t0,
-                           uint64_t t1)
+static void dataset_opened(const struct sluice_h5_api *a, sluice_hid_t loc_id, const char *name, sluice_hid_t d,
+                           int deprecated, uint64_t t0, uint64_t t1)
 {
-    const struct sluice_h5_api *a = sluice_h5_api();
     char key[PATH_MAX + 1024];
     sluice_hsize_t chunk[SLUICE_H5_RANK_MAX] = {0};
     struct sluice_record *r;
     struct h5d_handle *h;
     int nchunk = 0;
 
-    if (!sluice_h5_queries_ok() || !name || dataset_name(loc_id, name, key, sizeof key) != 0 ||
+    if (!a->queries_ok || !name || dataset_name(a, loc_id, name, key, sizeof key) != 0 ||
         (r = sluice_record_get(SLUICE_MOD_H5D, key)) == NULL || (h = calloc(1, sizeof *h)) == NULL)
         return;
     if ((h->st = state_of(r)) == NULL) {
@@ -427,7 +425,7 @@ static void dataset_opened(sluice_hid_t loc_id, const char *name, sluice_hid_t d
     stamp_first(&r->fc[H5D_F_OPEN_START_TIMESTAMP], sluice_ticks_since_start(t0));
     stamp_last(&r->fc[H5D_F_OPEN_END_TIMESTAMP], sluice_ticks_since_start(t1));
     sluice_record_unlock(r);
-    table_put(d, H5_DATASET, h);
+    table_put(a, d, H5_DATASET, h);
 }
 
 /* ---- after fork: the child's counts start from zero (core/record.c) ---- */
@@ -436,6 +434,7 @@ static void after_fork_child(void)
 {
     pthread_mutex_init(&table_lock, NULL);
     pthread_mutex_init(&states_lock, NULL);
+    sluice_h5_api_after_fork_child();
     for (struct h5d_state *s = states; s; s = s->next) {
         s->last_io = 0;
         s->common.n = 0;
@@ -449,15 +448,16 @@ __attribute__((constructor)) static void hdf5_module_init(void)
 
 /* ---- wrappers ---- */
 
-#define H5_NEXT_OR_FAIL(name, fail)                 \
-    const struct sluice_h5_api *a = sluice_h5_api(); \
-    if (!a->name) {                                 \
-        return fail;                                \
+/* (in the exported function itself: its return address is its caller's) */
+#define H5_NEXT_OR_FAIL(name, fail)                                              \
+    const struct sluice_h5_api *a = sluice_h5_api_of(__builtin_return_address(0)); \
+    if (!a->name) {                                                              \
+        return fail;                                                             \
     }
 
-static sluice_hid_t file_opened(const char *filename, sluice_hid_t fapl, sluice_hid_t ret, uint64_t t0)
+static sluice_hid_t file_opened(const struct sluice_h5_api *a, const char *filename, sluice_hid_t fapl,
+                                sluice_hid_t ret, uint64_t t0)
 {
-    const struct sluice_h5_api *a = sluice_h5_api();
     uint64_t t1 = sluice_now();
     int saved = errno;
     struct sluice_record *r = filename ? file_record(filename) : NULL;
@@ -477,7 +477,7 @@ static sluice_hid_t file_opened(const char *filename, sluice_hid_t fapl, sluice_
         stamp_first(&r->fc[H5F_F_OPEN_START_TIMESTAMP], sluice_ticks_since_start(t0));
         stamp_last(&r->fc[H5F_F_OPEN_END_TIMESTAMP], sluice_ticks_since_start(t1));
         sluice_record_unlock(r);
-        table_put(ret, H5_FILE, r);
+        table_put(a, ret, H5_FILE, r);
     }
     errno = saved;
     return ret;
@@ -489,7 +489,7 @@ SLUICE_EXPORT sluice_hid_t H5Fcreate(const char *filename, unsigned flags, sluic
     if (!sluice_active())
         return a->H5Fcreate(filename, flags, fcpl, fapl);
     uint64_t t0 = sluice_now();
-    return file_opened(filename, fapl, a->H5Fcreate(filename, flags, fcpl, fapl), t0);
+    return file_opened(a, filename, fapl, a->H5Fcreate(filename, flags, fcpl, fapl), t0);
 }
 
 SLUICE_EXPORT sluice_hid_t H5Fopen(const char *filename, unsigned flags, sluice_hid_t fapl)
@@ -498,7 +498,7 @@ SLUICE_EXPORT sluice_hid_t H5Fopen(const char *filename, unsigned flags, sluice_
     if (!sluice_active())
         return a->H5Fopen(filename, flags, fapl);
     uint64_t t0 = sluice_now();
-    return file_opened(filename, fapl, a->H5Fopen(filename, flags, fapl), t0);
+    return file_opened(a, filename, fapl, a->H5Fopen(filename, flags, fapl), t0);
 }
 
 SLUICE_EXPORT sluice_herr_t H5Fflush(sluice_hid_t object_id, int scope)
@@ -510,8 +510,8 @@ SLUICE_EXPORT sluice_herr_t H5Fflush(sluice_hid_t object_id, int scope)
     sluice_herr_t rc = a->H5Fflush(object_id, scope);
     uint64_t t1 = sluice_now();
     int saved = errno;
-    struct sluice_record *r = table_file(object_id);
-    if (!r && rc >= 0 && sluice_h5_queries_ok()) {   /* a dataset or group of the file: by its file's name */
+    struct sluice_record *r = table_file(a, object_id);
+    if (!r && rc >= 0 && a->queries_ok) {   /* a dataset or group of the file: by its file's name */
         char file[PATH_MAX];
         ssize_t n = a->H5Fget_name(object_id, file, sizeof file);
         if (n > 0 && (size_t)n < sizeof file)
@@ -531,7 +531,7 @@ SLUICE_EXPORT sluice_herr_t H5Fclose(sluice_hid_t file_id)
 {
     H5_NEXT_OR_FAIL(H5Fclose, -1)
     struct sluice_record *r;
-    if (!sluice_active() || (r = table_file(file_id)) == NULL)
+    if (!sluice_active() || (r = table_file(a, file_id)) == NULL)
         return a->H5Fclose(file_id);
     uint64_t t0 = sluice_now();
     sluice_herr_t rc = a->H5Fclose(file_id);
@@ -540,20 +540,21 @@ SLUICE_EXPORT sluice_herr_t H5Fclose(sluice_hid_t file_id)
     if (rc < 0) {
         count_error(r, H5F_ERRORS);
     } else {
-        table_drop(file_id);
+        table_drop(a, file_id);
         count_meta(r, -1, H5F_F_META_TIME, H5F_F_CLOSE_START_TIMESTAMP, H5F_F_CLOSE_END_TIMESTAMP, t0, t1);
     }
     errno = saved;
     return rc;
 }
 
-static sluice_hid_t dataset_done(sluice_hid_t loc_id, const char *name, sluice_hid_t d, int deprecated, uint64_t t0)
+static sluice_hid_t dataset_done(const struct sluice_h5_api *a, sluice_hid_t loc_id, const char *name, sluice_hid_t d,
+                                 int deprecated, uint64_t t0)
 {
     uint64_t t1 = sluice_now();
     int saved = errno;
 
     if (d >= 0)
-        dataset_opened(loc_id, name, d, deprecated, t0, t1);
+        dataset_opened(a, loc_id, name, d, deprecated, t0, t1);
     errno = saved;
     return d;
 }
@@ -565,7 +566,7 @@ SLUICE_EXPORT sluice_hid_t H5Dcreate1(sluice_hid_t loc_id, const char *name, slu
     if (!sluice_active())
         return a->H5Dcreate1(loc_id, name, type_id, space_id, dcpl_id);
     uint64_t t0 = sluice_now();
-    return dataset_done(loc_id, name, a->H5Dcreate1(loc_id, name, type_id, space_id, dcpl_id), 1, t0);
+    return dataset_done(a, loc_id, name, a->H5Dcreate1(loc_id, name, type_id, space_id, dcpl_id), 1, t0);
 }
 
 SLUICE_EXPORT sluice_hid_t H5Dcreate2(sluice_hid_t loc_id, const char *name, sluice_hid_t type_id,
@@ -576,7 +577,7 @@ SLUICE_EXPORT sluice_hid_t H5Dcreate2(sluice_hid_t loc_id, const char *name, slu
     if (!sluice_active())
         return a->H5Dcreate2(loc_id, name, type_id, space_id, lcpl_id, dcpl_id, dapl_id);
     uint64_t t0 = sluice_now();
-    return dataset_done(loc_id, name, a->H5Dcreate2(loc_id, name, type_id, space_id, lcpl_id, dcpl_id, dapl_id), 0,
+    return dataset_done(a, loc_id, name, a->H5Dcreate2(loc_id, name, type_id, space_id, lcpl_id, dcpl_id, dapl_id), 0,
                         t0);
 }
 
@@ -586,7 +587,7 @@ SLUICE_EXPORT sluice_hid_t H5Dopen1(sluice_hid_t loc_id, const char *name)
     if (!sluice_active())
         return a->H5Dopen1(loc_id, name);
     uint64_t t0 = sluice_now();
-    return dataset_done(loc_id, name, a->H5Dopen1(loc_id, name), 1, t0);
+    return dataset_done(a, loc_id, name, a->H5Dopen1(loc_id, name), 1, t0);
 }
 
 SLUICE_EXPORT sluice_hid_t H5Dopen2(sluice_hid_t loc_id, const char *name, sluice_hid_t dapl_id)
@@ -595,7 +596,7 @@ SLUICE_EXPORT sluice_hid_t H5Dopen2(sluice_hid_t loc_id, const char *name, sluic
     if (!sluice_active())
         return a->H5Dopen2(loc_id, name, dapl_id);
     uint64_t t0 = sluice_now();
-    return dataset_done(loc_id, name, a->H5Dopen2(loc_id, name, dapl_id), 0, t0);
+    return dataset_done(a, loc_id, name, a->H5Dopen2(loc_id, name, dapl_id), 0, t0);
 }
 
 /* H5Oopen opens any object by name; h5py opens its datasets this way
@@ -612,22 +613,22 @@ SLUICE_EXPORT sluice_hid_t H5Oopen(sluice_hid_t loc_id, const char *name, sluice
     int saved = errno;
     int dataset = a->H5Iget_type(o) == SLUICE_H5I_DATASET;
     errno = saved;
-    return dataset ? dataset_done(loc_id, name, o, 0, t0) : o;
+    return dataset ? dataset_done(a, loc_id, name, o, 0, t0) : o;
 }
 
 /* A read or write of dataset dset_id returned rc: counted if the dataset is recorded. */
-static sluice_herr_t rw_done(sluice_hid_t dset_id, sluice_herr_t rc, enum sluice_access kind,
-                             sluice_hid_t file_space_id, sluice_hid_t dxpl_id, uint64_t t0)
+static sluice_herr_t rw_done(const struct sluice_h5_api *a, sluice_hid_t dset_id, sluice_herr_t rc,
+                             enum sluice_access kind, sluice_hid_t file_space_id, sluice_hid_t dxpl_id, uint64_t t0)
 {
     uint64_t t1 = sluice_now();
     struct h5d_handle h;
 
-    if (table_dataset(dset_id, &h)) {
+    if (table_dataset(a, dset_id, &h)) {
         int saved = errno;
         if (rc < 0)
             count_error(h.st->rec, H5D_ERRORS);
         else
-            count_rw(&h, kind, file_space_id, dxpl_id, t0, t1);
+            count_rw(a, &h, kind, file_space_id, dxpl_id, t0, t1);
         errno = saved;
     }
     return rc;
@@ -640,7 +641,7 @@ SLUICE_EXPORT sluice_herr_t H5Dread(sluice_hid_t dset_id, sluice_hid_t mem_type_
     if (!sluice_active())
         return a->H5Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
     uint64_t t0 = sluice_now();
-    return rw_done(dset_id, a->H5Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf), SLUICE_READ,
+    return rw_done(a, dset_id, a->H5Dread(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf), SLUICE_READ,
                    file_space_id, dxpl_id, t0);
 }
 
@@ -651,7 +652,7 @@ SLUICE_EXPORT sluice_herr_t H5Dwrite(sluice_hid_t dset_id, sluice_hid_t mem_type
     if (!sluice_active())
         return a->H5Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf);
     uint64_t t0 = sluice_now();
-    return rw_done(dset_id, a->H5Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf),
+    return rw_done(a, dset_id, a->H5Dwrite(dset_id, mem_type_id, mem_space_id, file_space_id, dxpl_id, buf),
                    SLUICE_WRITE, file_space_id, dxpl_id, t0);
 }
 
@@ -674,7 +675,7 @@ SLUICE_EXPORT sluice_herr_t H5Dflush(sluice_hid_t dset_id)
 {
     H5_NEXT_OR_FAIL(H5Dflush, -1)
     struct h5d_handle h;
-    if (!sluice_active() || !table_dataset(dset_id, &h))
+    if (!sluice_active() || !table_dataset(a, dset_id, &h))
         return a->H5Dflush(dset_id);
     uint64_t t0 = sluice_now();
     return dataset_meta_done(&h, a->H5Dflush(dset_id), H5D_FLUSHES, -1, -1, t0);
@@ -684,12 +685,12 @@ SLUICE_EXPORT sluice_herr_t H5Dclose(sluice_hid_t dset_id)
 {
     H5_NEXT_OR_FAIL(H5Dclose, -1)
     struct h5d_handle h;
-    if (!sluice_active() || !table_dataset(dset_id, &h))
+    if (!sluice_active() || !table_dataset(a, dset_id, &h))
         return a->H5Dclose(dset_id);
     uint64_t t0 = sluice_now();
     sluice_herr_t rc = dataset_meta_done(&h, a->H5Dclose(dset_id), -1, H5D_F_CLOSE_START_TIMESTAMP,
                                          H5D_F_CLOSE_END_TIMESTAMP, t0);
     if (rc >= 0)
-        table_drop(dset_id);   /* frees only our memory: errno stays (glibc's free keeps it) */
+        table_drop(a, dset_id);   /* frees only our memory: errno stays (glibc's free keeps it) */
     return rc;
 }

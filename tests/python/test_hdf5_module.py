@@ -229,6 +229,47 @@ def test_h5py_dataset_is_counted(tmp_path):
         "H5D_CHUNK_SIZE_D1": 50, "H5D_CHUNK_SIZE_D2": 10}
 
 
+@pytest.mark.parametrize("mode", ["profile", "buffer", "stage", "auto"])
+def test_h5py_and_netcdf4_in_one_process_each_keep_their_own_hdf5(tmp_path, mode):
+    # Each wheel brings its own libhdf5: netCDF4's calls must reach
+    # netCDF4's library, h5py's h5py's (one library for both made
+    # netCDF4.Dataset(..., "w") fail with EACCES after h5py had written).
+    pytest.importorskip("h5py")
+    pytest.importorskip("netCDF4")
+    script = tmp_path / "both.py"
+    script.write_text(
+        "import sys, h5py, netCDF4, numpy as np\n"
+        "d = sys.argv[1]\n"
+        "with h5py.File(d + '/a.h5', 'w') as f:\n"
+        "    f.create_dataset('x', data=np.arange(10))\n"
+        "with netCDF4.Dataset(d + '/b.nc', 'w') as n:\n"
+        "    n.createDimension('t', 5); v = n.createVariable('v', 'f8', ('t',)); v[:] = np.arange(5) / 2\n"
+        "with h5py.File(d + '/a.h5', 'r') as f:\n"
+        "    print(f['x'][:4].tolist())\n"
+        "with netCDF4.Dataset(d + '/b.nc') as n:\n"
+        "    print(n['v'][:].tolist())\n")
+    outs = {}
+    for label in ("plain", mode):
+        work = tmp_path / label
+        work.mkdir()
+        if label == "plain":
+            cp = subprocess.run([sys.executable, str(script), str(work)], capture_output=True, text=True)
+        else:
+            cp = sluice("run", "-q", "--mode", mode, "--log-dir", str(tmp_path / "logs"), "--path", str(work),
+                        "--tier", str(tmp_path / "tier"), "--", sys.executable, str(script), str(work), check=False)
+        assert cp.returncode == 0, cp.stderr
+        outs[label] = cp.stdout
+    assert outs[mode] == outs["plain"] == "[0, 1, 2, 3]\n[0.0, 0.5, 1.0, 1.5, 2.0]\n"
+    r = report_json(tmp_path / "logs")
+    work = tmp_path / mode
+    assert h5(file_entry(r, work / "a.h5")["app"]) == {"H5F_OPENS": 2}
+    assert h5(file_entry(r, work / "b.nc")["app"]) == {"H5F_OPENS": 2, "H5F_FLUSHES": 2}   # (netCDF's nc_close)
+    v = file_entry(r, f"{work}/b.nc:/v")["app"]
+    assert (v["H5D_WRITES"], v["H5D_READS"], v["H5D_BYTES_WRITTEN"], v["H5D_BYTES_READ"]) == (1, 1, 40, 40)
+    x = file_entry(r, f"{work}/a.h5:/x")["app"]
+    assert (x["H5D_WRITES"], x["H5D_READS"], x["H5D_BYTES_READ"]) == (1, 1, 32)
+
+
 def test_common_accesses_are_the_four_most_frequent(tmp_path):
     """400 writes of 9 row counts in a seeded random order: the four listed
     accesses are the most frequent (ties: the larger), with exact counts."""
