@@ -681,6 +681,22 @@ void sluice_file_descriptors_follow(struct sluice_file *f)
     }
 }
 
+void sluice_files_each(void (*fn)(struct sluice_file *f, void *arg), void *arg)
+{
+    static atomic_uint passes;
+    unsigned pass = atomic_fetch_add(&passes, 1) + 1;
+    int high = atomic_load(&fd_high);
+
+    for (int i = 0; i <= high && i < fd_table_size; i++) {
+        struct sluice_file *f = sluice_fd_get(i);
+        if (!f)
+            continue;
+        if (atomic_exchange(&f->each_seen, pass) != pass)
+            fn(f, arg);
+        sluice_file_put(f);
+    }
+}
+
 void sluice_files_before_exec(void)
 {
     static unsigned pass;

@@ -43,6 +43,7 @@ struct sluice_file {
     int depth;                       /* tiers in the stack */
     int mode;                        /* enum sluice_mode the stack was built for */
     unsigned exec_seen;              /* sluice_files_before_exec's pass that reached it */
+    atomic_uint each_seen;           /* sluice_files_each's pass that reached it */
     const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
     void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
     struct sluice_file *free_next;   /* free list link */
@@ -139,6 +140,10 @@ void sluice_file_descriptors_follow(struct sluice_file *f);
 
 /* Before exec: each recorded description's tiers get SLUICE_CTL_EXEC once. */
 void sluice_files_before_exec(void);
+
+/* fn on every open description the program has a descriptor of, once each
+ * (a reference held during the call). */
+void sluice_files_each(void (*fn)(struct sluice_file *f, void *arg), void *arg);
 
 /* In a forked child. */
 void sluice_files_after_fork_child(void);

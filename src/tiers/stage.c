@@ -922,17 +922,68 @@ again:
 
 /* ------------------------------------------------------------ data */
 
+extern const struct sluice_tier_ops sluice_tier_stage;
+
+/* Where a description's stage tier keeps its state, or NULL (not staged). */
+static struct stage_desc *stage_desc_of_file(struct sluice_file *g)
+{
+    for (int i = 0; i < g->depth; i++)
+        if (g->tier[i] == &sluice_tier_stage)
+            return g->tier_state[i];
+    return NULL;
+}
+
+struct move {
+    struct staged *s;
+    int counter;
+    int rc;   /* the first failure */
+};
+
+/* After the publish: a description of m->s names the published file now
+ * (same number, position, flags and close-on-exec flag; the program's
+ * other numbers for it too) and goes straight through. Under st.lock. */
+static void move_description(struct sluice_file *g, void *arg)
+{
+    struct move *m = arg;
+    struct stage_desc *gd = stage_desc_of_file(g);
+    int nfd, fdflags;
+    off_t pos;
+
+    if (!gd || gd->s != m->s)
+        return;
+    pos = SLUICE_REAL(lseek)(g->fd, 0, SEEK_CUR);
+    fdflags = SLUICE_REAL(fcntl)(g->fd, F_GETFD);
+    nfd = SLUICE_REAL(open)(m->s->e.path, (g->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
+    if (nfd < 0 || SLUICE_REAL(dup3)(nfd, g->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+        if (!m->rc)
+            m->rc = -errno;
+        if (nfd >= 0)
+            SLUICE_REAL(close)(nfd);
+        return;
+    }
+    SLUICE_REAL(close)(nfd);
+    if (pos >= 0)
+        SLUICE_REAL(lseek)(g->fd, pos, SEEK_SET);
+    /* (a number the program dup'ed would still name the tier's file: the
+     * kernel, stdio or an exec'd image would write the data file the
+     * publish removes) */
+    sluice_file_descriptors_follow(g);
+    gd->s = NULL;
+    m->s->opens--;
+    uint64_t t = sluice_now();
+    sluice_count_meta(g->rec, SLUICE_SIDES_BOTH, m->counter, t, t);
+}
+
 /* The tier is full under a staged file (or mmap, fchown, an exec, auto's
- * large first write): publish what it holds, point the descriptor at the
- * shared file (same number, same position, same close-on-exec flag), the
- * program's other numbers for it too, and go on straight through.
- * 0 or -errno. */
+ * large first write): publish what it holds, point every description of it
+ * at the shared file and go on straight through. All of them: a second
+ * publish would replace the file under the first. 0 or -errno. */
 static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int counter)
 {
     struct staged *s = d->s;
+    struct move m = {s, counter, 0};
     char why[512];
-    int rc, nfd;
-    off_t pos = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
+    int rc;
 
     pthread_mutex_lock(&st.lock);
     while (s->draining || s->precopying)
@@ -958,27 +1009,13 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int
     users_release(users, s->e.id, rc == 0);
     if (rc == 0) {
         dir_note_published_locked(s->e.path);
-        int fdflags = SLUICE_REAL(fcntl)(f->fd, F_GETFD);
-        nfd = SLUICE_REAL(open)(s->e.path, (f->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
-        if (nfd < 0 || SLUICE_REAL(dup3)(nfd, f->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-            rc = -errno;
-        } else {
-            if (pos >= 0)
-                SLUICE_REAL(lseek)(f->fd, pos, SEEK_SET);
-            /* (a number the program dup'ed is still the tier's file: the
-             * kernel, stdio or an exec'd image would write the data file the
-             * publish just removed) */
-            sluice_file_descriptors_follow(f);
-            if (--s->opens == 0) {
-                published_locked(s);
-                forget_locked(s);
-            }
-            d->s = NULL;
-            uint64_t t = sluice_now();
-            sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, counter, t, t);
+        move_description(f, &m);   /* (first: the caller's, whatever the table holds) */
+        sluice_files_each(move_description, &m);
+        if (s->opens == 0) {
+            published_locked(s);
+            forget_locked(s);
         }
-        if (nfd >= 0)
-            SLUICE_REAL(close)(nfd);
+        rc = d->s ? (m.rc ? m.rc : -EIO) : 0;
     }
     pthread_mutex_unlock(&st.lock);
     return rc;

@@ -749,6 +749,40 @@ def test_full_tier_goes_straight_through(small_tier, target, logdir):
     assert g.read_bytes() == b"x" * (40 * 65536)
 
 
+FULL_TIER_TWO_DESCRIPTIONS = r"""
+import os, sys
+f = sys.argv[1]
+w = os.open(f, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+r = os.open(f, os.O_RDONLY)                   # a second description of the staged file
+a = os.open(f, os.O_WRONLY | os.O_APPEND)     # and a third
+d = os.dup(w)
+os.write(w, b"a" * 65536)
+for i in range(24):                           # the tier fills up on the way
+    os.write(w, bytes([98 + i % 20]) * 65536)
+os.write(a, b"appended")
+os.write(d, b"dup")
+print(len(os.read(r, 1 << 24)), os.fstat(r).st_size)
+for fd in (w, r, a, d):
+    os.close(fd)
+"""
+
+
+def test_full_tier_moves_every_description_of_the_file(small_tier, target, logdir, tmp_path):
+    """Every description of a file that moves to the shared file system
+    names the one published file: a second publish would replace the file
+    under the first (its writes went to a removed file, its reads saw the
+    old bytes)."""
+    f = target / "multi.dat"
+    res = stage_run(small_tier, target, logdir, sys.executable, "-c", FULL_TIER_TWO_DESCRIPTIONS, str(f),
+                    env={"SLUICE_STAGE_RESERVE": "0"})
+    plain = tmp_path / "plain.dat"
+    want = subprocess.run([sys.executable, "-c", FULL_TIER_TWO_DESCRIPTIONS, str(plain)], capture_output=True,
+                          text=True, check=True)
+    assert res.stdout == want.stdout == f"{25 * 65536 + 8} {25 * 65536 + 8}\n"   # (the dup writes over the append)
+    assert f.read_bytes() == plain.read_bytes()
+    assert file_entry(report_json(logdir), f)["app"]["POSIX_FALLBACKS"] == 3
+
+
 FULL_TIER_SHARED = r"""
 import errno, os, subprocess, sys
 f = sys.argv[1]

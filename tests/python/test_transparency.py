@@ -289,17 +289,20 @@ def test_shell_redirections_of_external_commands_keep_their_output(tmp_path, mod
 def test_a_descriptor_survives_a_failed_exec_and_an_exec_keeps_what_it_inherits(tmp_path, mode):
     # A failed exec returns to the program with its files as they were (a
     # staged file moved to the file system at the exec keeps its position
-    # and its close-on-exec flag); a forked child's exec'd shell writes
+    # and its close-on-exec flag, and a second description of it, for
+    # reading, names the same file); a forked child's exec'd shell writes
     # through an inherited dup of it.
     prog = ("import os, sys\n"
             "w = sys.argv[1]\n"
             "fd = os.open(w + '/kept', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)\n"
+            "rd = os.open(w + '/kept', os.O_RDONLY)\n"
             "os.write(fd, b'before\\n')\n"
             "try:\n"
             "    os.execv(w + '/no-such-program', ['no-such-program'])\n"
             "except OSError as e:\n"
             "    print('exec failed', e.errno)\n"
             "os.write(fd, b'after\\n')\n"
+            "print('read', os.read(rd, 100))\n"
             "print('close-on-exec', not os.get_inheritable(fd))\n"
             "os.dup2(fd, 7)\n"
             "os.write(7, b'dup\\n')\n"
@@ -310,7 +313,7 @@ def test_a_descriptor_survives_a_failed_exec_and_an_exec_keeps_what_it_inherits(
             "os.write(fd, b'end\\n'); os.close(fd); os.close(7)\n"
             "print(repr(open(w + '/kept').read()), oct(os.stat(w + '/kept').st_mode & 0o777))\n")
     cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
-    assert cp.stdout.split("\n")[:3] == ["exec failed 2", "close-on-exec True",
+    assert cp.stdout.split("\n")[:4] == ["exec failed 2", "read b'before\\nafter\\n'", "close-on-exec True",
                                          "'before\\nafter\\ndup\\nchild\\nend\\n' 0o640"]
 
 
