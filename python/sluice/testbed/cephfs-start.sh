@@ -173,10 +173,9 @@ if fuse_alive && ceph_mounted "$MNT"; then
 elif mountpoint -q "$MNT"; then
     die "$MNT is a mount point already, and not ours"
 else
-    # A client started just after the MDS went active can still be turned
-    # away (a loaded machine: its first MDS map may not list an active rank
-    # yet); try three times, and say what the last attempt printed.
-    mount_settled() { ceph_mounted "$MNT" || ! fuse_alive; }
+    # A client that exits before mounting is tried again, three times in
+    # all, and the error says what the last attempt printed.
+    mount_settled() { ceph_mounted "$MNT" || exited "$RUN/ceph-fuse.pid"; }
     out="$STATE/log/ceph-fuse.out"
     for attempt in 1 2 3; do
         stop_pidfile client 10 "$RUN/ceph-fuse.pid" "$(fuse_pats)"
@@ -185,7 +184,8 @@ else
         echo "$MNT" > "$RUN/mountpoint"
         wait_for 60 "the mount at $MNT" mount_settled
         ceph_mounted "$MNT" && break
-        said=$(tail -c "+$from" "$out" | grep -v -e '^[[:space:]]*$' -e 'starting ' -e 'newargv' | tail -n 2 | tr '\n' ' ')
+        said=$(tail -c "+$from" "$out" | { grep -v -e '^[[:space:]]*$' -e 'starting ' -e 'newargv' || true; } |
+            tail -n 2 | tr '\n' ' ')
         [ "$attempt" -lt 3 ] || die "ceph-fuse exited 3 times: ${said:-no message} (log: $out)"
         log "ceph-fuse exited (${said:-no message}); trying again"
         sleep 2

@@ -75,6 +75,15 @@ pid_of() {
     echo "$pid"
 }
 alive() { pid_of "$@" > /dev/null; }
+# exited PIDFILE: the process spawn started has exited. Not `! alive`: right
+# after spawn the process is still a copy of this shell (its command line
+# is not the daemon's yet), which a loaded machine shows for a while.
+exited() {
+    local pid
+    pid=$(cat "$1" 2> /dev/null) || return 0
+    case $pid in '' | *[!0-9]*) return 0 ;; esac
+    gone "$pid"
+}
 
 # gone PID: true once the process has exited (a zombie counts as gone)
 gone() {

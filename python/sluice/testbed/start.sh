@@ -137,7 +137,7 @@ else
     spawn "$RUN/mfsmount.pid" "$STATE/log/mfsmount.log" \
         mfsmount -f "$MNT" -o "mfsmaster=$ADDR,mfsport=9421,subtype=mfs${MOPTS:+,$MOPTS}"
     echo "$MNT" > "$RUN/mountpoint"
-    mount_settled() { is_mounted "$MNT" || ! client_alive "$MNT"; }
+    mount_settled() { is_mounted "$MNT" || exited "$RUN/mfsmount.pid"; }
     wait_for 30 "the mount at $MNT" mount_settled
     is_mounted "$MNT" || die "mfsmount exited, see $STATE/log/mfsmount.log"
     log "mounted at $MNT (client pid $(< "$RUN/mfsmount.pid"))"
@@ -190,7 +190,7 @@ node_up() {   # node_up K
     echo "$mnt" > "$RUN/node$k.mountpoint"
     echo "$opts" > "$RUN/node$k.opts"
     spawn_in "$nsfile" "$RUN/mfsmount-node$k.pid" "$STATE/log/mfsmount-node$k.log" mfsmount -f "$mnt" -o "$opts"
-    node_settled() { is_mounted "$mnt" || ! node_client_alive "$k" "$mnt"; }
+    node_settled() { is_mounted "$mnt" || exited "$RUN/mfsmount-node$k.pid"; }
     wait_for 30 "the mount at $mnt" node_settled
     is_mounted "$mnt" || die "mfsmount of node $k exited, see $STATE/log/mfsmount-node$k.log"
     wait_for 30 "the space of $mnt" has_space "$mnt"
