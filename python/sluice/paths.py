@@ -17,7 +17,8 @@ def native(name: str, kind: str = "lib") -> Path:
     tested without installing it.
     """
     base = os.environ.get("SLUICE_NATIVE_DIR")
-    candidates = [Path(base) / name] if base else []
+    # absolute: the program may change directory before it execs another
+    candidates = [Path(base).absolute() / name] if base else []
     candidates.append(PACKAGE_DIR / kind / name)
     for c in candidates:
         if c.exists():
