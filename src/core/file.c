@@ -681,6 +681,9 @@ void sluice_file_descriptors_follow(struct sluice_file *f)
     }
 }
 
+/* (A walk inside fn, as a stage move inside an exec's walk, renews the
+ * marks: the outer walk may then reach a description twice, which fn must
+ * bear; SLUICE_CTL_EXEC does, a moved file being straight through.) */
 void sluice_files_each(void (*fn)(struct sluice_file *f, void *arg), void *arg)
 {
     static atomic_uint passes;
@@ -697,24 +700,16 @@ void sluice_files_each(void (*fn)(struct sluice_file *f, void *arg), void *arg)
     }
 }
 
+static void description_before_exec(struct sluice_file *f, void *arg)
+{
+    (void)arg;
+    if (f->depth > 1)
+        (void)sluice_tier_control(f, 0, SLUICE_CTL_EXEC, NULL);
+}
+
 void sluice_files_before_exec(void)
 {
-    static unsigned pass;
-    int high = atomic_load(&fd_high);
-
-    /* (a failed exec returns here and may try again: a new pass each time) */
-    if (++pass == 0)
-        pass = 1;
-    for (int i = 0; i <= high && i < fd_table_size; i++) {
-        struct sluice_file *f = sluice_fd_get(i);
-        if (!f)
-            continue;
-        if (f->depth > 1 && f->exec_seen != pass) {
-            f->exec_seen = pass;
-            (void)sluice_tier_control(f, 0, SLUICE_CTL_EXEC, NULL);
-        }
-        sluice_file_put(f);
-    }
+    sluice_files_each(description_before_exec, NULL);
 }
 
 void sluice_files_after_fork_child(void)

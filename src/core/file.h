@@ -42,7 +42,6 @@ struct sluice_file {
     int owns_pos;                    /* a tier keeps the position (SLUICE_TIER_OWNS_POSITION) */
     int depth;                       /* tiers in the stack */
     int mode;                        /* enum sluice_mode the stack was built for */
-    unsigned exec_seen;              /* sluice_files_before_exec's pass that reached it */
     atomic_uint each_seen;           /* sluice_files_each's pass that reached it */
     const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
     void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
