@@ -3,7 +3,9 @@
 Pure Python, no copy of the C headers: counter names are read from the
 log's SCHEMA region. Every problem with a file, truncated, corrupted or of
 an unknown major version, raises :class:`LogFormatError` with one line that
-names the file and the problem; nothing else escapes.
+names the file and the problem; nothing else escapes. With ``salvage=True``
+a damaged log gives what can still be read of it (the regions whose
+checksums hold), its problems listed in ``Log.damage``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ TRACE_SEG_SIZE = 38
 DEFLATE_HEAD = 16
 INFLATE_MAX_RATIO = 1032   # deflate gives at most this many bytes per byte of stream
 END_REASONS = {1: "exit", 2: "SIGTERM", 3: "_exit", 4: "exec"}
+END_FATAL = 5   # a fatal signal (SIGSEGV, SIGABRT, ...): its name is the PROCESS key "signal"
 F_PARTIAL, F_SIGNAL = 1, 2
 LAYOUT_ROWS, LAYOUT_COLUMNS = 0, 1   # MODULE regions (3.0)
 NAMES_INDEXED = 2                    # NAMES region version without record ids (3.0)
@@ -175,6 +178,9 @@ class Log:
     # a list of Record, or (from read_log) Records over arrays
     records: Sequence[Record] = field(default_factory=list)
     trace: Trace | None = None
+    # read_log(salvage=True): what kept the log from being read whole, and
+    # what of it was left out; empty for a whole log
+    damage: list[str] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -226,8 +232,17 @@ def _printable(p: Path) -> str:
     return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in str(p))
 
 
-def read_log(path: str | Path) -> Log:
-    """Read one log. Raises LogFormatError('<path>: <problem>'), always one line."""
+def read_log(path: str | Path, salvage: bool = False) -> Log:
+    """Read one log. Raises LogFormatError('<path>: <problem>'), always one line.
+
+    salvage: a damaged log is read as far as it can be instead of refused:
+    a region whose checksum or contents are bad is left out (and with it
+    what it held: a MODULE region's records, every record when the SCHEMA or
+    NAMES is lost), the header's checksum and size are not required to
+    match, and each problem, then what was left out, is a line of
+    Log.damage. It still raises when nothing of the log can be placed in a
+    job: no sluice header, a region table outside the file, or no readable
+    PROCESS region."""
     p = Path(path)
     name = _printable(p)
     try:
@@ -235,14 +250,31 @@ def read_log(path: str | Path) -> Log:
     except OSError as e:
         raise LogFormatError(f"{name}: cannot read: {e.strerror or e}") from None
     try:
-        return _parse(p, data)
+        return _parse(p, data, [] if salvage else None)
     except LogFormatError as e:
         raise LogFormatError(f"{name}: {e}") from None
     except (struct.error, UnicodeDecodeError, ValueError, OverflowError, MemoryError) as e:
         raise LogFormatError(f"{name}: malformed log ({e})") from None
 
 
-def _parse(p: Path, data: bytes) -> Log:
+class _Problems:
+    """The problems of a log read with salvage (a list), or None: raise at the first."""
+
+    def __init__(self, found: list[str] | None) -> None:
+        self.found = found
+
+    def __call__(self, problem: str) -> None:
+        if self.found is None:
+            raise LogFormatError(problem)
+        self.found.append(problem)
+
+    def fatal(self, problem: str) -> LogFormatError:
+        """The error for a problem that leaves nothing to use, after the ones found."""
+        return LogFormatError("; ".join([*(self.found or []), problem]))
+
+
+def _parse(p: Path, data: bytes, salvage: list[str] | None = None) -> Log:
+    problem = _Problems(salvage)
     if len(data) < HEADER_SIZE:
         raise LogFormatError(f"not a sluice log: {len(data)} bytes is shorter than the header")
     if data[:8] != MAGIC:
@@ -260,106 +292,174 @@ def _parse(p: Path, data: bytes) -> Log:
     crc = zlib.crc32(data[:60])
     crc = zlib.crc32(data[table_off:table_end], crc)
     if crc != hcrc:
-        raise LogFormatError("corrupt header (checksum mismatch)")
+        problem("corrupt header (checksum mismatch)")
     if fsize != len(data):
         what = "truncated" if len(data) < fsize else "wrong size"
-        raise LogFormatError(f"{what}: {len(data)} bytes on disk, the header says {fsize}")
+        problem(f"{what}: {len(data)} bytes on disk, the header says {fsize}")
 
     # (type, version, body, the stored bytes of a region held by a DEFLATE one)
     regions: list[tuple[int, int, bytes, bytes | None]] = []
+    lost = False     # a region left out (salvage): what it held is unknown
     for i in range(nreg):
         rtype, rver, roff, rlen, rcrc, _ = struct.unpack_from("<IIQQII", data, table_off + i * REGION_ENTRY_SIZE)
-        if roff + rlen > len(data) or roff < table_end:
-            raise LogFormatError(f"region {i} lies outside the file")
-        body = data[roff : roff + rlen]
-        if zlib.crc32(body) != rcrc:
-            raise LogFormatError(f"corrupt region {i} (type {rtype}, checksum mismatch)")
-        packed = None
-        if rtype == R_DEFLATE:
-            packed = body
-            rtype, body = _inflated(body, i)
+        try:
+            if roff + rlen > len(data) or roff < table_end:
+                raise LogFormatError(f"region {i} lies outside the file")
+            body = data[roff : roff + rlen]
+            if zlib.crc32(body) != rcrc:
+                raise LogFormatError(f"corrupt region {i} (type {rtype}, checksum mismatch)")
+            packed = None
+            if rtype == R_DEFLATE:
+                packed = body
+                rtype, body = _inflated(body, i)
+        except LogFormatError as e:
+            problem(str(e))
+            lost = True
+            continue
         regions.append((rtype, rver, body, packed))
 
     proc = [b for t, _, b, _ in regions if t == R_PROCESS]
     if not proc:
-        raise LogFormatError("no process region")
-    c = _Cursor(proc[0], "process")
-    pid, ppid, rank, nprocs, start_ns, end_ns, _mono = c.unpack("QQqqQQQ")
-    end_reason, nstr = c.unpack("II")
-    info: dict[str, str] = {}
-    for _ in range(nstr):
-        k = c.str16()
-        info[k] = c.str32()
+        raise problem.fatal("no process region")
+    try:
+        c = _Cursor(proc[0], "process")
+        pid, ppid, rank, nprocs, start_ns, end_ns, _mono = c.unpack("QQqqQQQ")
+        end_reason, nstr = c.unpack("II")
+        info: dict[str, str] = {}
+        for _ in range(nstr):
+            k = c.str16()
+            info[k] = c.str32()
+    except LogFormatError as e:
+        raise problem.fatal(str(e)) from None
+    if end_reason == END_FATAL:
+        reason = info.get("signal") or "signal"
+    else:
+        reason = END_REASONS.get(end_reason, f"unknown({end_reason})")
     log = Log(path=p, version=(major, minor), flags=flags, pid=pid, ppid=ppid, rank=rank, nprocs=nprocs,
-              start_ns=start_ns, end_ns=end_ns, end_reason=END_REASONS.get(end_reason, f"unknown({end_reason})"),
-              info=info)
+              start_ns=start_ns, end_ns=end_ns, end_reason=reason, info=info, damage=problem.found or [])
 
+    # the writer always writes a SCHEMA and a NAMES region: missing after a
+    # region was left out (salvage), they were that region
+    schema_lost = lost and not any(t == R_SCHEMA for t, _, _, _ in regions)
     for t, _, body, _ in regions:
-        if t == R_SCHEMA:
-            for mid, mver, name, inames, fnames in _schema(bytes(body)):
-                log.modules[mid] = Module(mid, mver, name, list(inames), list(fnames))
+        if t != R_SCHEMA:
+            continue
+        try:
+            described = _schema(bytes(body))
+        except LogFormatError as e:
+            problem(str(e))
+            schema_lost = True
+            continue
+        for mid, mver, name, inames, fnames in described:
+            log.modules[mid] = Module(mid, mver, name, list(inames), list(fnames))
 
     names: dict[int, str] = {}       # NAMES version 1: by record id
     indexed: list[bytes] = []        # version 2: numbered in table order (decoded once used)
+    names_lost = lost and not any(t == R_NAMES for t, _, _, _ in regions)
     for t, ver, body, _ in regions:
         if t == R_NAMES:
-            c = _Cursor(body, "names")
-            count = c.u32()
-            if ver == NAMES_INDEXED:
-                if count > (len(body) - c.pos) // 4:
-                    raise LogFormatError("names region is truncated")
-                indexed.extend(c.take(c.u32()) for _ in range(count))
-                continue
-            for _ in range(count):
-                rid = c.unpack("Q")[0]
-                names[rid] = c.str32()
+            try:
+                _names(body, ver, names, indexed)
+            except LogFormatError as e:
+                problem(str(e))
+                names_lost = True
 
     blocks: list[RecordBlock] = []
     sparse = 0
-    for t, _, body, _ in regions:      # first pass: sizes, as the C reader checks them before reading
+    heads: dict[int, tuple[Module | None, int, int]] = {}   # region index -> _module_head
+    for i, (t, _, body, _) in enumerate(regions):  # first pass: sizes, as the C reader checks them before reading
         if t == R_MODULE:
-            mod, layout, nrec = _module_head(body, log.modules, major)
+            try:
+                heads[i] = mod, layout, nrec = _module_head(body, log.modules, major)
+            except LogFormatError as e:
+                problem(str(e))
+                continue
             if mod is not None and layout == LAYOUT_COLUMNS:
                 sparse += nrec * 16 * (len(mod.int_names) + len(mod.float_names))
     if sparse > SPARSE_BASE + SPARSE_RATIO * len(data):
-        raise LogFormatError(f"its records would take {sparse} bytes of memory, "
-                             f"more than a log of {len(data)} bytes can hold")
-    for t, _, body, packed in regions:
-        if t != R_MODULE:
+        problem(f"its records would take {sparse} bytes of memory, "
+                f"more than a log of {len(data)} bytes can hold")
+        heads.clear()
+    if names_lost:
+        heads.clear()      # the records cannot be named (salvage)
+    for i, (t, _, body, packed) in enumerate(regions):
+        if i not in heads:
             continue
-        mod, layout, nrec = _module_head(body, log.modules, major)
+        mod, layout, nrec = heads[i]
         if mod is None:
             continue  # a module this reader does not know: skipped
-        decode = _columns if layout == LAYOUT_COLUMNS else _counters
-        if layout == LAYOUT_COLUMNS and packed is not None:
-            # only the NAMES indexes and flags now: the counters are decoded
-            # when asked for (arrays()), from the stored bytes kept
-            ids, flags = _columns(body, mod, nrec, head_only=True)
-            ints = floats = None
-        else:
-            ids, flags, ints, floats = decode(body, mod, nrec)
-        raw = None
-        if layout == LAYOUT_COLUMNS:
-            bad = np.flatnonzero(ids >= len(indexed))   # here: NAMES indexes
-            if bad.size:
-                raise LogFormatError(f"{mod.name} record {int(bad[0])} has no name")
-            raw = [indexed[i] for i in ids.tolist()]
-            paths = [b.decode("utf-8", "replace") for b in raw]
-            ids = None
-        else:
-            paths = [names.get(rid) for rid in ids.tolist()]
-            if None in paths:
-                raise LogFormatError(f"{mod.name} record {int(ids[paths.index(None)]):#x} has no name")
-        if packed is not None:    # the inflated bytes are let go: arrays() inflates them again
-            blocks.append(RecordBlock(mod, None if ids is None else ids.copy(), flags.copy(), paths=paths,
-                                      stored=packed, decode=decode, raw_paths=raw))
-        else:
-            blocks.append(RecordBlock(mod, ids, flags, ints, floats, paths, decode=decode, raw_paths=raw))
+        try:
+            blocks.append(_block(body, packed, mod, layout, nrec, indexed, names))
+        except LogFormatError as e:
+            problem(str(e))
     log.records = Records(blocks)
     for t, _, body, _ in regions:
         if t == R_TRACE:
-            _trace(log, body, indexed)
+            try:
+                _trace(log, body, indexed)
+            except LogFormatError as e:
+                problem(str(e))
+    if log.damage:
+        log.damage.append(_left_out(log, blocks, schema_lost, names_lost))
     return log
+
+
+def _names(body: bytes, ver: int, names: dict[int, str], indexed: list[bytes]) -> None:
+    """One NAMES region's entries, added to those of earlier ones."""
+    c = _Cursor(body, "names")
+    count = c.u32()
+    if ver == NAMES_INDEXED:
+        if count > (len(body) - c.pos) // 4:
+            raise LogFormatError("names region is truncated")
+        indexed.extend(c.take(c.u32()) for _ in range(count))
+        return
+    for _ in range(count):
+        rid = c.unpack("Q")[0]
+        names[rid] = c.str32()
+
+
+def _left_out(log: Log, blocks: list[RecordBlock], schema_lost: bool, names_lost: bool) -> str:
+    """What a damaged log's reader had to leave out: the line after its problems."""
+    if schema_lost:
+        return "no record could be read (its SCHEMA region is lost)"
+    if names_lost:
+        return "no record could be read (its NAMES region is lost)"
+    kept = {b.module.id for b in blocks}
+    # the writer describes only modules that have records: one described but
+    # not read lost its MODULE region
+    missing = sorted(m.name for mid, m in log.modules.items() if mid not in kept)
+    if missing:
+        return f"records left out: {', '.join(missing)}"
+    return "every record was read"
+
+
+def _block(body: bytes, packed: bytes | None, mod: Module, layout: int, nrec: int, indexed: list[bytes],
+           names: dict[int, str]) -> RecordBlock:
+    """The RecordBlock of one MODULE region, its records named."""
+    decode = _columns if layout == LAYOUT_COLUMNS else _counters
+    if layout == LAYOUT_COLUMNS and packed is not None:
+        # only the NAMES indexes and flags now: the counters are decoded
+        # when asked for (arrays()), from the stored bytes kept
+        ids, flags = _columns(body, mod, nrec, head_only=True)
+        ints = floats = None
+    else:
+        ids, flags, ints, floats = decode(body, mod, nrec)
+    raw = None
+    if layout == LAYOUT_COLUMNS:
+        bad = np.flatnonzero(ids >= len(indexed))   # here: NAMES indexes
+        if bad.size:
+            raise LogFormatError(f"{mod.name} record {int(bad[0])} has no name")
+        raw = [indexed[i] for i in ids.tolist()]
+        paths = [b.decode("utf-8", "replace") for b in raw]
+        ids = None
+    else:
+        paths = [names.get(rid) for rid in ids.tolist()]
+        if None in paths:
+            raise LogFormatError(f"{mod.name} record {int(ids[paths.index(None)]):#x} has no name")
+    if packed is not None:    # the inflated bytes are let go: arrays() inflates them again
+        return RecordBlock(mod, None if ids is None else ids.copy(), flags.copy(), paths=paths,
+                           stored=packed, decode=decode, raw_paths=raw)
+    return RecordBlock(mod, ids, flags, ints, floats, paths, decode=decode, raw_paths=raw)
 
 
 def _trace(log: Log, body: bytes, indexed: list[bytes]) -> None:

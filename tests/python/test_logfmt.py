@@ -872,7 +872,12 @@ def test_access_pattern_counters_in_the_log_the_report_and_the_darshan_export(tm
     text = sluice("report", "--top", "3", str(logs)).stdout
     assert "1,000 x 12, 300 x 6, 4,096 x 3" in " ".join(text.split()) or "1,000 x 12" in text
     j = json.loads(sluice("report", "--json", str(logs)).stdout)
-    assert {"point": point, "type": types[point], "files": 1} in j["mounts"]
+    from sluice.report.model import OP_COUNTERS
+
+    ops = sum(int(rec.app.get(k, 0)) for k in OP_COUNTERS)
+    moved = {f"{side}_{k}": v for side in ("app", "fs") for k, v in (("bytes_read", 2000), ("bytes_written", 24088),
+                                                                     ("ops", ops))}
+    assert {"point": point, "type": types[point], "files": 1, **moved} in j["mounts"]
     sluice("report", "--html", str(tmp_path / "r.html"), str(logs))
     assert "<td>1,000 x 12, 300 x 6, 4,096 x 3</td><td>500 x 10, 100 x 5, 17,700 x 1, 5,500 x 1</td>" in \
         (tmp_path / "r.html").read_text()

@@ -136,23 +136,34 @@ def _fmt_seconds(s: float) -> str:
 
 
 def _header(job: Job, top: int) -> str:
+    from sluice.report.summary import (commands, damaged_rows, damaged_text, distinct, signal_rows, signals_text,
+                                       user_of, user_text, utc)
+
     exes = sorted({l.info.get("exe", "?") for l in job.logs})
     hosts = sorted({l.info.get("host", "?") for l in job.logs})
     modes = sorted({l.info.get("mode", "?") for l in job.logs})
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(job.start_ns / 1e9)) if job.start_ns else "?"
+    policies = distinct(job, "policy")
+    cmds = commands(job)
 
     def listing(items: list[str]) -> str:
         shown = ", ".join(f"<code>{esc(x)}</code>" for x in items[:top])
         return shown + (f" and {len(items) - top:,} more" if len(items) > top else "")
 
+    command = f"<code>{esc(cmds[0])}</code>" if cmds else "?"
+    if len(cmds) > 1:
+        command += f' <span class="note">and {len(cmds) - 1:,} other command line{"s" if len(cmds) > 2 else ""}</span>'
     rows = [
         ("job", f"<code>{esc(job.job_id)}</code>"),
+        ("command", command),
+        ("user", esc(user_text(user_of(job)))),
         ("processes", f"{job.processes:,}"),
         ("executables", listing(exes)),
         ("hosts", listing(hosts)),
         ("run time", esc(_fmt_seconds(job.runtime))),
-        ("started", esc(started)),
+        ("started", esc(utc(job.start_ns))),
+        ("ended", esc(utc(job.end_ns))),
         ("mode", esc(", ".join(modes))),
+        ("policy", listing(policies) if policies else "none"),
         ("files recorded", f"{len(job.files):,}"),
     ]
     out = [f'<header><h1>sluice report <span class="job">{esc(job.job_id)}</span></h1>',
@@ -165,11 +176,16 @@ def _header(job: Job, top: int) -> str:
                    "processes ran out of file records, so some files were folded into "
                    "<code>&lt;other files&gt;</code>; their totals are complete but not split per file. "
                    "Raise <code>SLUICE_MAX_RECORDS</code> to record every file.</div>")
-    cut = [l for l in job.logs if l.end_reason not in ("exit", "exec")]
-    if cut:
-        out.append(f'<div class="warn" id="cut">{len(cut):,} process(es) ended by '
-                   f"{esc(', '.join(sorted({l.end_reason for l in cut})))}; their logs hold what they did up "
-                   "to then.</div>")
+    sig = signal_rows(job)
+    if sig:
+        out.append(f'<div class="warn" id="cut"><strong>Ended by a signal:</strong> {esc(signals_text(sig))}; '
+                   "their logs hold what they did up to then.</div>")
+    damaged = damaged_rows(job)
+    if damaged:
+        items = "".join(f'<li data-damaged="{esc(d["log"])}"><code>{esc(damaged_text(d))}</code></li>'
+                        for d in damaged)
+        out.append(f'<div class="warn" id="damaged"><strong>{len(damaged):,} log{"s" if len(damaged) != 1 else ""} '
+                   f"could not be read whole</strong> (what could be read of each is used):<ul>{items}</ul></div>")
     out.append("</header>")
     return "\n".join(out)
 
@@ -206,6 +222,29 @@ def _app_fs_row(job: Job, attr: str, label: str, names: tuple[str, ...]) -> str:
         cells = _num(a, "app") + _num(f, "fs")
     return (f'<tr {attr}="{esc(label)}" title="{esc(" + ".join(names))}"><th>{esc(label)}</th>'
             f'{cells}<td class="num factor">{esc(factor(a, f))}</td></tr>')
+
+
+def _module_times(job: Job) -> str:
+    """Seconds in each module's calls, app and fs, as the text report's table."""
+    from sluice.report.summary import module_times
+
+    rows = module_times(job)
+    if not rows:
+        return ""
+    out = ['<section id="module-times"><h2>Time in each module&#x27;s calls</h2>',
+           '<p class="note">Seconds inside the calls of each module, summed over processes. A call of one module '
+           "runs those of the modules below it (an HDF5 write makes MPI-IO or POSIX calls), so the rows overlap."
+           "</p>",
+           '<table class="summary"><thead><tr><th>module</th><th class="num">read app</th>'
+           '<th class="num">write app</th><th class="num">metadata app</th><th class="num">total app</th>'
+           '<th class="num">total fs</th></tr></thead><tbody>']
+    for r in rows:
+        a = r["app"]
+        out.append(f'<tr data-module="{esc(r["module"])}"><th>{esc(r["module"])}</th>{_num(a["read"], "app")}'
+                   f'{_num(a["write"], "app")}{_num(a["meta"], "app")}{_num(a["total"], "app")}'
+                   f'{_num(r["fs"]["total"], "fs")}</tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
 
 
 def _mpiio(job: Job) -> str:
@@ -402,14 +441,72 @@ def _file_table(job: Job, title: str, key, tid: str, top: int) -> str:
     return "\n".join(out)
 
 
+def _access_kinds(job: Job) -> str:
+    """The files by use: read-only, write-only, read-write, no bytes moved."""
+    from sluice.report.summary import ACCESS_KINDS, access_kinds
+
+    if not job.files:
+        return ""
+    kinds = access_kinds(job)
+    out = ['<h3>Files by use</h3><table class="summary" id="file-access"><thead><tr><th></th>'
+           '<th class="num">files</th><th class="num">bytes read</th><th class="num">bytes written</th>'
+           "</tr></thead><tbody>"]
+    for kind in ACCESS_KINDS:
+        k = kinds[kind]
+        label = kind if kind != "neither" else "no bytes moved"
+        out.append(f'<tr data-access="{esc(kind)}"><th>{esc(label)}</th><td class="num">{k["files"]:,}</td>'
+                   f'{_bytes(k["app_bytes_read"], "app")}{_bytes(k["app_bytes_written"], "app")}</tr>')
+    out.append("</tbody></table>"
+               '<p class="note">Application side, every module: a file is read if the program read bytes from it '
+               "or called a read on it, written likewise.</p>")
+    return "\n".join(out)
+
+
+def _places(job: Job, top: int) -> str:
+    """Totals per directory (the busiest) and per mount."""
+    from sluice.report.summary import directory_rows, mount_summary
+
+    dirs = directory_rows(job)
+    mounts = [r for r in mount_summary(job) if r["files"]]
+    if not dirs and not mounts:
+        return ""
+    head = ('<th class="num">files</th><th class="num">bytes read</th><th class="num">bytes written</th>'
+            '<th class="num">ops app</th><th class="num">ops fs</th>')
+
+    def cells(r: dict) -> str:
+        return (f'<td class="num">{r["files"]:,}</td>{_bytes(r["app_bytes_read"], "app")}'
+                f'{_bytes(r["app_bytes_written"], "app")}{_num(r["app_ops"], "app")}{_num(r["fs_ops"], "fs")}')
+
+    out = []
+    if dirs:
+        out.append(f'<h3>Directories</h3><p class="note">{len(dirs):,} director{"ies" if len(dirs) != 1 else "y"} '
+                   "hold recorded files (each file counts in its own directory, not its parents&#x27;); "
+                   f"the {min(top, len(dirs))} with the most bytes (app side).</p>"
+                   f'<table class="files" id="directories"><thead><tr><th>directory</th>{head}</tr></thead><tbody>')
+        out += [f'<tr data-directory="{esc(r["directory"])}"><td class="path">{esc(r["directory"])}</td>{cells(r)}</tr>'
+                for r in dirs[:top]]
+        out.append("</tbody></table>")
+        if len(dirs) > top:
+            out.append(f'<p class="note left-out">{len(dirs) - top:,} more directories are left out.</p>')
+    if mounts:
+        out.append('<h3>File systems</h3><table class="files" id="mounts"><thead><tr><th>mount</th><th>type</th>'
+                   f"{head}</tr></thead><tbody>")
+        out += [f'<tr data-mount="{esc(r["point"])}"><td class="path">{esc(r["point"])}</td><td>{esc(r["type"])}</td>'
+                f"{cells(r)}</tr>" for r in mounts]
+        out.append("</tbody></table>")
+    return "\n".join(out)
+
+
 def _files(job: Job, top: int) -> str:
     return "\n".join([
         f'<section id="files"><h2>Files</h2><p class="note">{len(job.files):,} files recorded; the tables list '
         f"at most {top}, ranked on the application side.</p>",
+        _access_kinds(job),
         _file_table(job, f"Top {top} files by bytes", lambda f: (-f.bytes("app"), -f.ops("app")),
                     "top-bytes", top),
         _file_table(job, f"Top {top} files by operations", lambda f: (-f.ops("app"), -f.bytes("app")),
                     "top-ops", top),
+        _places(job, top),
         _pattern_table(job, top),
         "</section>"])
 
@@ -485,6 +582,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
     body = [
         _header(job, top),
         _summary(job),
+        _module_times(job),
         _mpiio(job),
         _hdf5(job, top),
         _pnetcdf(job, top),

@@ -15,6 +15,7 @@ made relative to the job's start (the earliest process start).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Mapping
@@ -139,6 +140,14 @@ class FileTotals:
 
 
 @dataclass
+class DamagedLog:
+    """A log that could not be read whole (logfmt.read_log(salvage=True))."""
+    path: str
+    problems: list[str]     # what was wrong, then what was left out
+    used: bool              # what could be read of it is in the job
+
+
+@dataclass
 class Job:
     job_id: str
     logs: list[Log]
@@ -151,6 +160,8 @@ class Job:
     # counters are the H5D or PNETCDF_VAR module's, not a file's, so they
     # stay out of the files' tables and counts
     datasets: list[FileTotals] = field(default_factory=list)
+    # the logs of this job that could not be read whole (load_job)
+    damaged: list[DamagedLog] = field(default_factory=list)
 
     @property
     def processes(self) -> int:
@@ -165,22 +176,26 @@ class Job:
         return any(l.partial for l in self.logs)
 
     def _head(self) -> dict:
+        from sluice.report.summary import summary_json
+
         return {
             "job_id": self.job_id,
             "processes": self.processes,
             "runtime_s": self.runtime,
             "partial": self.partial,
             "logs": list(dict.fromkeys(str(l.path) for l in self.logs)),
+            **summary_json(self),
             "app": self.app,
             "fs": self.fs,
             "mounts": self.mounts(),
         }
 
     def mounts(self) -> list[dict]:
-        """The mounts the logs name, with how many recorded files each holds."""
-        from sluice.report.pattern import log_mounts, mount_rows
+        """The mounts the logs name, with how many recorded files each holds,
+        their bytes and operations."""
+        from sluice.report.summary import mount_summary
 
-        return mount_rows(self.files, log_mounts(self.logs))
+        return mount_summary(self)
 
     def to_json(self) -> dict:
         def entries(files: list[FileTotals]) -> list[dict]:
@@ -234,29 +249,54 @@ def _read_any(p: Path, sluice_only: bool) -> list[Log]:
         if sluice_only:
             raise LogFormatError(f"{p}: a Darshan log; this command reads sluice logs")
         return read_darshan(p)
-    return [read_log(p)]
+    return [read_log(p, salvage=True)]
 
 
-def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False) -> list[Log]:
+def _problem(p: Path, e: LogFormatError) -> str:
+    """The problem of an error 'PATH: problem' without its path."""
+    text = str(e)
+    head = f"{_printable_path(p)}: "
+    return text[len(head):] if text.startswith(head) else text
+
+
+def _printable_path(p: Path) -> str:
+    return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in str(p))
+
+
+def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False,
+              damaged: list[DamagedLog] | None = None) -> list[Log]:
     """Read every log (sluice's, and Darshan's through PyDarshan unless
-    `sluice_only`); a bad log inside a directory is skipped with a warning,
-    a bad log named explicitly is an error."""
+    `sluice_only`). A damaged sluice log gives what can be read of it (with
+    a warning); a log of which nothing can be used is skipped with a warning
+    when it is inside a directory, and is an error when named explicitly.
+    Both kinds are added to `damaged` when it is given."""
     warn = warn or (lambda msg: print(f"sluice: warning: {msg}", file=sys.stderr))
     named = {Path(i) for i in inputs if not Path(i).is_dir()}
     logs: list[Log] = []
+    found = damaged if damaged is not None else []
     for p in find_logs(inputs, darshan=not sluice_only):
         try:
-            logs.extend(_read_any(p, sluice_only))
+            read = _read_any(p, sluice_only)
         except LogFormatError as e:
             if p in named:
                 raise UserError(str(e)) from None
             warn(f"{e}; skipped")
+            found.append(DamagedLog(str(p), [_problem(p, e)], False))
+            continue
+        for l in read:
+            if l.damage:
+                warn(f"{_printable_path(p)}: {'; '.join(l.damage)}; what could be read is used")
+                found.append(DamagedLog(str(p), list(l.damage), True))
+        logs.extend(read)
     own = {l.job_id for l in logs if DARSHAN_LOG not in l.info}
     exported = {l.info[DARSHAN_LOG] for l in logs if DARSHAN_LOG in l.info and l.job_id in own}
     if exported:        # `sluice export -o` into the log directory: the same job twice
         warn(f"{', '.join(sorted(exported))}: a Darshan export of sluice logs also given; skipped")
         logs = [l for l in logs if l.info.get(DARSHAN_LOG) not in exported]
     if not logs:
+        if found:
+            raise UserError(f"no readable sluice logs in {', '.join(str(i) for i in inputs)} "
+                            f"({len(found)} could not be read)")
         raise UserError(f"no sluice logs in {', '.join(str(i) for i in inputs)} "
                         "(a process that recorded no I/O writes none)")
     return logs
@@ -445,6 +485,35 @@ def _file_bytes(table: Table) -> np.ndarray:
     return (np.maximum(moved("POSIX"), moved("MPIIO")) + moved("STDIO")).astype(np.int64)
 
 
+def log_name_prefix(job_id: str) -> str:
+    """How a log's file name of this job begins (JOB_HOST_PID_EXE_START.sluice,
+    docs/logformat.md): a farm task's JOB/N is JOB_N, so JOB_ covers them."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", job_id) + "_"
+
+
+def damaged_of_job(job_id: str, logs: list[Log], all_logs: list[Log], damaged: list[DamagedLog]) -> list[DamagedLog]:
+    """The damaged logs that belong to a job: those read in part whose
+    process is among its logs; of those not read at all, the ones whose
+    file name begins with its id, and the ones whose name begins with no
+    job's id (which job they were cannot be told)."""
+    mine = {str(l.path) for l in logs}
+    prefixes = {log_name_prefix(farm_job(l.job_id)) for l in all_logs}
+    own = log_name_prefix(job_id)
+    out = []
+    for d in damaged:
+        name = Path(d.path).name
+        if d.used:
+            if d.path in mine:
+                out.append(d)
+        elif name.startswith(own) or not any(name.startswith(x) for x in prefixes):
+            out.append(d)
+    return out
+
+
 def load_job(inputs: list[str | Path], job: str | None = None) -> Job:
-    job_id, logs = select_job(load_logs(inputs), job)
-    return merge(job_id, logs)
+    damaged: list[DamagedLog] = []
+    all_logs = load_logs(inputs, damaged=damaged)
+    job_id, logs = select_job(all_logs, job)
+    j = merge(job_id, logs)
+    j.damaged = damaged_of_job(job_id, logs, all_logs, damaged)
+    return j

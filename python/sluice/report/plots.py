@@ -179,13 +179,18 @@ def access_sizes(job: Job) -> Plot:
     title = "Access sizes of POSIX reads and writes"
     data = {(kind, side): [int(getattr(job, side).get(f"POSIX_SIZE_{kind}_{b}", 0)) for b in BUCKETS]
             for kind in ("READ", "WRITE") for side in ("app", "fs")}
-    if not any(sum(v) for v in data.values()):
+    # a panel only for the kinds the job made: no reads, no reads panel
+    kinds = [(k, c) for k, c in (("READ", READ_COLOUR), ("WRITE", WRITE_COLOUR))
+             if sum(data[(k, "app")]) or sum(data[(k, "fs")])]
+    if not kinds:
         return Plot("sizes", title, None, "No POSIX reads or writes were recorded, so there is no size "
                     "histogram (STDIO calls are not binned by size).")
+    if len(kinds) == 1:
+        title = f"Access sizes of POSIX {kinds[0][0].lower()}s"
     fig = _new_figure(4.2)
-    axes = fig.subplots(1, 2, sharey=False)
+    axes = fig.subplots(1, len(kinds), sharey=False, squeeze=False)[0]
     width = 0.4
-    for ax, kind, colour in zip(axes, ("READ", "WRITE"), (READ_COLOUR, WRITE_COLOUR)):
+    for ax, (kind, colour) in zip(axes, kinds):
         xs = range(len(BUCKETS))
         for off, side in ((-width / 2, "app"), (width / 2, "fs")):
             ax.bar([x + off for x in xs], data[(kind, side)], width, label=side, **_side_style(colour, side))
@@ -198,10 +203,11 @@ def access_sizes(job: Job) -> Plot:
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)
     fig.legend(handles=_side_legend(), loc="outside upper center", ncols=2, fontsize=9, frameon=False)
+    none = [k.lower() for k in ("READ", "WRITE") if k not in {k for k, _ in kinds}]
     return Plot("sizes", title, _png(fig),
-                "POSIX read and write calls per access size, in Darshan's ten buckets; "
-                "app and fs side by side.",
-                alt="Histograms of read and write access sizes, app and fs")
+                "POSIX " + " and ".join(f"{k.lower()}" for k, _ in kinds) + " calls per access size, in Darshan's "
+                "ten buckets; app and fs side by side." + (f" No POSIX {none[0]}s were recorded." if none else ""),
+                alt="Histograms of access sizes, app and fs")
 
 
 # --------------------------------------------------------------------------
@@ -210,24 +216,29 @@ def access_sizes(job: Job) -> Plot:
 
 def op_counts(job: Job) -> Plot:
     title = "Operations per kind"
-    vals = {side: [total(getattr(job, side), names) for _, names in OP_KINDS] for side in ("app", "fs")}
-    if not any(vals["app"]) and not any(vals["fs"]):
+    # only the kinds of call the job made: a bar of zero on both sides says nothing
+    kinds = [(k, names) for k, names in OP_KINDS
+             if total(job.app, names) or total(job.fs, names)]
+    if not kinds:
         return Plot("ops", title, None, "No operations were recorded.")
+    vals = {side: [total(getattr(job, side), names) for _, names in kinds] for side in ("app", "fs")}
     fig = _new_figure(4.0)
     ax = fig.subplots()
     width = 0.4
-    xs = range(len(OP_KINDS))
+    xs = range(len(kinds))
     for off, side in ((-width / 2, "app"), (width / 2, "fs")):
         ax.bar([x + off for x in xs], vals[side], width, **_side_style("#4d4d4d", side))
     _label_pairs(ax, xs, width, vals["app"], vals["fs"], zeros=True)
-    ax.set_xticks(list(xs), [k for k, _ in OP_KINDS])
+    ax.set_xticks(list(xs), [k for k, _ in kinds])
     ax.set_ylabel("calls")
     ax.margins(y=0.15)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(handles=_side_legend(), loc="upper right", fontsize=9, frameon=False)
     return Plot("ops", title, _png(fig),
-                "Calls of each kind, POSIX and STDIO together (syncs: fsync, fdatasync and fflush).",
+                "Calls of each kind the job made, POSIX and STDIO together (syncs: fsync, fdatasync and fflush)"
+                + (f"; none of: {', '.join(k for k, _ in OP_KINDS if k not in dict(kinds))}."
+                   if len(kinds) < len(OP_KINDS) else "."),
                 alt="Bar chart of operation counts per kind, app and fs")
 
 

@@ -12,6 +12,9 @@ from sluice.report.hdf5 import hdf5_table
 from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
 from sluice.report.pattern import counts_text, log_mounts, pattern_rows
+from sluice.report.summary import (ACCESS_KINDS, utc, access_kinds, commands, damaged_rows, damaged_text,
+                                   directory_rows, distinct, module_times, mount_summary, signal_rows, signals_text,
+                                   user_of, user_text)
 from sluice.report.tables import any_positive, column_values
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
@@ -58,13 +61,8 @@ def reduction(app: float, fs: float) -> str:
 def render(job: Job, top: int = 10, width: int = 110) -> str:
     buf = io.StringIO()
     con = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
-    exes = sorted({l.info.get("exe", "?") for l in job.logs})
     con.print(f"sluice report: job {job.job_id}")
-    con.print(f"  processes: {job.processes}   run time: {job.runtime:.3f} s   "
-              f"mode: {', '.join(sorted({l.info.get('mode', '?') for l in job.logs}))}")
-    con.print(f"  executables: {', '.join(exes)}")
-    if job.partial:
-        con.print("  PARTIAL: some files were folded into '<other files>' (raise SLUICE_MAX_RECORDS)")
+    _header(con, job)
 
     t = Table(title="Operations: what the application asked (app) and what reached the file system (fs)",
               title_justify="left", box=box.SIMPLE_HEAD)
@@ -99,6 +97,8 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
                          ("metadata", ("POSIX_F_META_TIME", "STDIO_F_META_TIME"))):
         tt.add_row(label, f"{total(job.app, names):.6f}", f"{total(job.fs, names):.6f}")
     con.print(tt)
+    _module_time_table(con, job)
+    _access_table(con, job)
 
     for title, key in (("bytes", lambda f: f.bytes()), ("operations", lambda f: f.ops())):
         ft = Table(title=f"Top {top} files by {title} (app side)", title_justify="left", box=box.SIMPLE_HEAD)
@@ -110,6 +110,8 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
             ft.add_row(f.path, human_bytes(f.bytes()), f"{f.ops():,}", str(len(f.processes)))
         con.print(ft)
     con.print(f"{len(job.files)} files recorded.")
+    _directory_table(con, job, top)
+    _mount_table(con, job)
     _pattern_table(con, job, top)
     staged = [f for f, n in zip(job.files, column_values([f.app for f in job.files], "POSIX_STAGED_OPENS")) if n]
     if staged:
@@ -121,6 +123,87 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
     _auto_table(con, job)
     _layout_table(con, job, top)
     return buf.getvalue()
+
+
+def _header(con: Console, job: Job) -> None:
+    """Who ran what, when, under which modes and rules; how processes ended;
+    which logs could not be read whole."""
+    cmds = commands(job)
+    more = f"  (and {len(cmds) - 1:,} other command line{'s' if len(cmds) > 2 else ''})" if len(cmds) > 1 else ""
+    con.print(f"  command: {cmds[0] if cmds else '?'}{more}", soft_wrap=True)
+    con.print(f"  user: {user_text(user_of(job))}")
+    con.print(f"  started: {utc(job.start_ns)}   ended: {utc(job.end_ns)}   run time: {job.runtime:.3f} s")
+    exes = sorted({l.info.get("exe", "?") for l in job.logs})
+    con.print(f"  processes: {job.processes}   executables: {', '.join(exes)}", soft_wrap=True)
+    policies = distinct(job, "policy")
+    con.print(f"  mode: {', '.join(sorted({l.info.get('mode', '?') for l in job.logs}))}   "
+              f"policy: {' | '.join(policies) if policies else 'none'}", soft_wrap=True)
+    sig = signal_rows(job)
+    if sig:
+        con.print(f"  ended by a signal: {signals_text(sig)}; their logs hold what they did up to then",
+                  soft_wrap=True)
+    if job.partial:
+        con.print("  PARTIAL: some files were folded into '<other files>' (raise SLUICE_MAX_RECORDS)")
+    for row in damaged_rows(job):
+        con.print(f"  DAMAGED LOG: {damaged_text(row)}", soft_wrap=True)
+
+
+def _module_time_table(con: Console, job: Job) -> None:
+    rows = module_times(job)
+    if not rows:
+        return
+    t = Table(title="Time in each module's calls (seconds, summed over processes; a call of one module runs those "
+              "of the modules below it)", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("module", "read app", "write app", "metadata app", "total app", "total fs"):
+        t.add_column(col, justify="left" if col == "module" else "right")
+    for r in rows:
+        a = r["app"]
+        t.add_row(r["module"], f"{a['read']:.6f}", f"{a['write']:.6f}", f"{a['meta']:.6f}", f"{a['total']:.6f}",
+                  f"{r['fs']['total']:.6f}")
+    con.print(t)
+
+
+def _access_table(con: Console, job: Job) -> None:
+    kinds = access_kinds(job)
+    if not job.files:
+        return
+    t = Table(title="Files by use (app side, every module)", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("", "files", "bytes read", "bytes written"):
+        t.add_column(col, justify="left" if not col else "right")
+    for kind in ACCESS_KINDS:
+        k = kinds[kind]
+        t.add_row(kind if kind != "neither" else "no bytes moved", f"{k['files']:,}",
+                  human_bytes(k["app_bytes_read"]), human_bytes(k["app_bytes_written"]))
+    con.print(t)
+
+
+def _directory_table(con: Console, job: Job, top: int) -> None:
+    rows = directory_rows(job)
+    if not rows:
+        return
+    shown = f"top {top} of {len(rows):,} by bytes" if len(rows) > top else f"{len(rows):,}"
+    t = Table(title=f"Directories ({shown}; each file counts in its own directory; app side)",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("directory", "files", "bytes read", "bytes written", "ops app", "ops fs"):
+        t.add_column(col, justify="left" if col == "directory" else "right", overflow="fold")
+    for r in rows[:top]:
+        t.add_row(r["directory"], f"{r['files']:,}", human_bytes(r["app_bytes_read"]),
+                  human_bytes(r["app_bytes_written"]), f"{r['app_ops']:,}", f"{r['fs_ops']:,}")
+    con.print(t)
+
+
+def _mount_table(con: Console, job: Job) -> None:
+    rows = [r for r in mount_summary(job) if r["files"]]
+    if not rows:
+        return
+    t = Table(title="File systems (the mounts the recorded files are under; app side)", title_justify="left",
+              box=box.SIMPLE_HEAD)
+    for col in ("mount", "type", "files", "bytes read", "bytes written", "ops app", "ops fs"):
+        t.add_column(col, justify="left" if col in ("mount", "type") else "right", overflow="fold")
+    for r in rows:
+        t.add_row(r["point"], r["type"], f"{r['files']:,}", human_bytes(r["app_bytes_read"]),
+                  human_bytes(r["app_bytes_written"]), f"{r['app_ops']:,}", f"{r['fs_ops']:,}")
+    con.print(t)
 
 
 def auto_choices(job: Job) -> list[tuple[str, str, int, int, str]]:

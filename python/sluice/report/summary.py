@@ -1,0 +1,256 @@
+"""What a Darshan user finds at the top of a job summary, from a sluice job:
+who ran what (command line, user, start and end), the modes and --policy
+rules in effect, how processes ended, the logs that could not be read
+whole, the time in each module's calls, files by how they were used
+(read-only, write-only, read-write) and totals per directory and per mount.
+
+The text, JSON and HTML reports all take these figures from here.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import pwd
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from sluice.report.model import SHARED, Job
+from sluice.report.pattern import log_mounts, mount_of
+from sluice.report.tables import column_values
+
+SIDES = ("app", "fs")
+
+# The end reasons of a process that was not ended by a signal (logfmt.END_REASONS).
+NOT_SIGNALS = frozenset({"exit", "_exit", "exec"})
+
+# Seconds in each module's calls, Darshan's "I/O cost" per module: read,
+# write and metadata time counters of each (HDF5: the file and dataset
+# modules; PnetCDF: the file module's metadata and wait time, the
+# variables' reads and writes).
+MODULE_TIMES: list[tuple[str, dict[str, tuple[str, ...]]]] = [
+    ("POSIX", {"read": ("POSIX_F_READ_TIME",), "write": ("POSIX_F_WRITE_TIME",), "meta": ("POSIX_F_META_TIME",)}),
+    ("STDIO", {"read": ("STDIO_F_READ_TIME",), "write": ("STDIO_F_WRITE_TIME",), "meta": ("STDIO_F_META_TIME",)}),
+    ("MPI-IO", {"read": ("MPIIO_F_READ_TIME",), "write": ("MPIIO_F_WRITE_TIME",), "meta": ("MPIIO_F_META_TIME",)}),
+    ("HDF5", {"read": ("H5D_F_READ_TIME",), "write": ("H5D_F_WRITE_TIME",),
+              "meta": ("H5F_F_META_TIME", "H5D_F_META_TIME")}),
+    ("PnetCDF", {"read": ("PNETCDF_VAR_F_READ_TIME",), "write": ("PNETCDF_VAR_F_WRITE_TIME",),
+                 "meta": ("PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME", "PNETCDF_VAR_F_META_TIME")}),
+]
+
+# A file's bytes and calls, every module of it: how it was used.
+READ_BYTES = ("POSIX_BYTES_READ", "STDIO_BYTES_READ", "MPIIO_BYTES_READ")
+WRITE_BYTES = ("POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN", "MPIIO_BYTES_WRITTEN")
+READ_CALLS = ("POSIX_READS", "STDIO_READS", "MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS",
+              "MPIIO_NB_READS")
+WRITE_CALLS = ("POSIX_WRITES", "STDIO_WRITES", "MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES",
+               "MPIIO_NB_WRITES", "MPIIO_SHARED_WRITES")
+ACCESS_KINDS = ("read-only", "write-only", "read-write", "neither")
+
+
+def _column(files: list, side: str, names: tuple[str, ...]) -> np.ndarray:
+    """The sum of `names` for every file (one side), as a float array."""
+    maps = [getattr(f, side) for f in files]
+    total = np.zeros(len(files))
+    for n in names:
+        total += np.asarray(column_values(maps, n), dtype=np.float64)
+    return total
+
+
+def utc(ns: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ns / 1e9)) if ns else "?"
+
+
+def _ordered(job: Job) -> list:
+    """The job's processes in start order (a Darshan log's shared records, no process, left out)."""
+    return sorted((l for l in job.logs if SHARED not in l.info), key=lambda l: (l.start_ns, l.pid))
+
+
+def user_of(job: Job) -> dict:
+    """The user who ran the job: the uid the logs name (PROCESS key "uid";
+    a Darshan log's job record), else the owner of the first log file; the
+    name is this machine's for that uid, "" when it has none."""
+    procs = _ordered(job) or job.logs
+    uids = [l.info.get("uid", "") for l in procs]
+    named = [u for u in uids if u.isdigit()]
+    if named:
+        uid, source = int(named[0]), "log"
+    else:
+        try:
+            uid, source = os.stat(procs[0].path).st_uid, "log file owner"
+        except OSError:
+            return {"uid": None, "name": "", "from": "unknown"}
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except (KeyError, OverflowError):
+        name = ""
+    return {"uid": uid, "name": name, "from": source}
+
+
+def user_text(u: Mapping) -> str:
+    if u["uid"] is None:
+        return "?"
+    text = f"{u['name']} (uid {u['uid']})" if u["name"] else f"uid {u['uid']}"
+    return text + (" (owner of the log files)" if u["from"] == "log file owner" else "")
+
+
+def commands(job: Job) -> list[str]:
+    """The distinct command lines of the job's processes, in start order
+    (the first is the job's own: the launcher or the first program)."""
+    out: dict[str, None] = {}
+    for l in _ordered(job) or job.logs:
+        out.setdefault(l.info.get("cmdline") or l.info.get("exe", "?"), None)
+    return list(out)
+
+
+def distinct(job: Job, key: str) -> list[str]:
+    """The distinct non-empty values of a PROCESS key, in start order."""
+    out: dict[str, None] = {}
+    for l in _ordered(job) or job.logs:
+        v = l.info.get(key, "")
+        if v:
+            out.setdefault(v, None)
+    return list(out)
+
+
+def signal_rows(job: Job) -> list[dict]:
+    """One row per process that a signal ended, in start order."""
+    return [{"signal": l.end_reason, "pid": l.pid, "rank": l.rank, "host": l.info.get("host", ""),
+             "cmdline": l.info.get("cmdline") or l.info.get("exe", "")}
+            for l in _ordered(job) if l.end_reason not in NOT_SIGNALS]
+
+
+def signals_text(rows: list[dict], most: int = 8) -> str:
+    """'SIGSEGV: 1 (pid 4242); SIGTERM: 2 (ranks 0, 1)', the first `most` processes of each named."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["signal"], []).append(r)
+    parts = []
+    for sig, rs in by.items():
+        ranked = all(r["rank"] >= 0 for r in rs)
+        ids = ", ".join(str(r["rank"] if ranked else r["pid"]) for r in rs[:most])
+        if len(rs) > most:
+            ids += f" and {len(rs) - most:,} more"
+        what = ("rank" if ranked else "pid") + ("s" if len(rs) > 1 else "")
+        parts.append(f"{sig}: {len(rs):,} ({what} {ids})")
+    return "; ".join(parts)
+
+
+def damaged_rows(job: Job) -> list[dict]:
+    """The job's logs that could not be read whole: the log, its problems
+    and whether what could be read of it is in the report."""
+    return [{"log": d.path, "problems": list(d.problems), "used": d.used} for d in job.damaged]
+
+
+def damaged_text(row: Mapping) -> str:
+    tail = "" if row["used"] else "; nothing of it is used"
+    return f"{row['log']}: {'; '.join(row['problems'])}{tail}"
+
+
+def module_times(job: Job) -> list[dict]:
+    """Seconds in each module's calls, summed over processes, for the
+    modules the job used: read, write, metadata and their total, each side."""
+    rows = []
+    for module, kinds in MODULE_TIMES:
+        row: dict = {"module": module}
+        for side in SIDES:
+            c = getattr(job, side)
+            secs = {k: float(sum(c.get(n, 0.0) for n in names)) for k, names in kinds.items()}
+            secs["total"] = secs["read"] + secs["write"] + secs["meta"]
+            row[side] = secs
+        if row["app"]["total"] or row["fs"]["total"]:
+            rows.append(row)
+    return rows
+
+
+def access_kinds(job: Job) -> dict[str, dict]:
+    """The job's files by how they were used (application side, every
+    module): read-only, write-only, read-write, neither (opened, stat'ed,
+    ...: no byte moved); per kind the number of files and their bytes."""
+    files = job.files
+    rd = _column(files, "app", READ_BYTES) + _column(files, "app", READ_CALLS)
+    wr = _column(files, "app", WRITE_BYTES) + _column(files, "app", WRITE_CALLS)
+    kinds = {"read-only": (rd > 0) & (wr == 0), "write-only": (rd == 0) & (wr > 0),
+             "read-write": (rd > 0) & (wr > 0), "neither": (rd == 0) & (wr == 0)}
+    out = {}
+    for kind, sel in kinds.items():
+        entry = {"files": int(sel.sum())}
+        for side in SIDES:
+            entry[f"{side}_bytes_read"] = int(_column(files, side, READ_BYTES)[sel].sum())
+            entry[f"{side}_bytes_written"] = int(_column(files, side, WRITE_BYTES)[sel].sum())
+        out[kind] = entry
+    return out
+
+
+def _group_rows(job: Job, keys: list[str]) -> dict[str, dict]:
+    """Files grouped by key (one per file, "" leaves it out): per group the
+    number of files and, per side, bytes read, bytes written and operations."""
+    files = job.files
+    by_side = {side: (_column(files, side, READ_BYTES), _column(files, side, WRITE_BYTES),
+                      np.array([f.ops(side) for f in files], dtype=np.float64)) for side in SIDES}
+    uniq, inv = np.unique(np.array(keys, dtype=object), return_inverse=True) if keys else ([], np.zeros(0, int))
+    out: dict[str, dict] = {}
+    counts = np.bincount(inv, minlength=len(uniq))
+    sums = {side: [np.bincount(inv, weights=col, minlength=len(uniq)) for col in cols]
+            for side, cols in by_side.items()}
+    for i, key in enumerate(uniq):
+        if not key:
+            continue
+        row = {"files": int(counts[i])}
+        for side in SIDES:
+            r, w, o = (s[i] for s in sums[side])
+            row.update({f"{side}_bytes_read": int(r), f"{side}_bytes_written": int(w), f"{side}_ops": int(o)})
+        out[str(key)] = row
+    return out
+
+
+def directory_rows(job: Job) -> list[dict]:
+    """Per directory holding recorded files (each file under its own
+    directory, not its parents'): files, bytes and operations of each side;
+    most bytes first."""
+    keys = [posixpath.dirname(f.path) if f.path.startswith("/") else "" for f in job.files]
+    rows = [{"directory": d, **r} for d, r in _group_rows(job, keys).items()]
+    return sorted(rows, key=lambda r: (-(r["app_bytes_read"] + r["app_bytes_written"]), -r["app_ops"],
+                                       r["directory"]))
+
+
+def mount_summary(job: Job) -> list[dict]:
+    """Per mount the logs name: its point and type, and of the recorded
+    files under it, how many, their bytes and operations on each side (in
+    the order the logs name the mounts)."""
+    mounts = log_mounts(job.logs)
+    keys = []
+    for f in job.files:
+        m = mount_of(f.path, mounts)
+        keys.append(m[0] if m else "")
+    per = _group_rows(job, keys)
+    zero = {"files": 0, **{f"{s}_{k}": 0 for s in SIDES for k in ("bytes_read", "bytes_written", "ops")}}
+    return [{"point": p, "type": t, **per.get(p, zero)} for p, t in mounts]
+
+
+def summary_json(job: Job) -> dict:
+    """The figures of this module as `sluice report --json` gives them."""
+    cmds = commands(job)
+    return {
+        "command": cmds[0] if cmds else "",
+        "commands": cmds,
+        "user": user_of(job),
+        "start_utc": utc(job.start_ns),
+        "end_utc": utc(job.end_ns),
+        "start_ns": job.start_ns,
+        "end_ns": job.end_ns,
+        "modes": distinct(job, "mode"),
+        "policies": distinct(job, "policy"),
+        "signals": signal_rows(job),
+        "damaged_logs": damaged_rows(job),
+        "module_times": module_times(job),
+        "file_access": access_kinds(job),
+        "directories": directory_rows(job),
+    }
+
+
+__all__ = ["summary_json", "module_times", "access_kinds", "directory_rows", "mount_summary", "signal_rows",
+           "signals_text", "damaged_rows", "damaged_text", "commands", "user_of", "user_text", "distinct",
+           "ACCESS_KINDS"]
