@@ -245,7 +245,8 @@ def test_json_shape_and_order(workdir, logdir):
         assert f["id"] in IDS and f["severity"] in SEVERITY
         assert f["fix"]["mode"] in ("profile", "buffer", "stage", "acb")
         assert isinstance(f["paths"], list) and all(p.startswith("/") for p in f["paths"])
-        assert f["expected_gain"] is None or set(f["expected_gain"]) == {"seconds", "share_of_io_time", "how"}
+        assert f["expected_gain"] is None or list(f["expected_gain"]) == ["seconds", "share_of_io_time", "how",
+                                                                          "file_system", "per_call_s"]
     keys = [(SEVERITY[f["severity"]], f["id"] in ("file-per-process", "large-shared-file", "rank-imbalance"),
              -f["evidence"]["io_time_s"]) for f in fs if f["id"] != "nothing-to-gain"]
     assert keys == sorted(keys)
@@ -301,9 +302,10 @@ def test_corrupt_log_is_the_reports_error(damage, workdir, logdir):
     log.write_bytes(data[:-7] if damage == "truncate" else b"no log at all" * 10)
     rep = sluice("report", str(log), check=False)
     adv = sluice("advise", str(log), check=False)
-    assert adv.returncode == rep.returncode == 1
-    assert adv.stderr == rep.stderr and adv.stderr.count("\n") == 1
-    assert adv.stderr.startswith("sluice: error: ") and str(log) in adv.stderr
+    # read as the report reads it: a log cut short is used as far as it can be read, with the report's warning
+    assert adv.returncode == rep.returncode == (0 if damage == "truncate" else 1)
+    assert adv.stderr == rep.stderr and adv.stderr.count("\n") == 1 and str(log) in adv.stderr
+    assert adv.stderr.startswith("sluice: warning: " if damage == "truncate" else "sluice: error: ")
 
 
 def test_missing_and_empty_inputs(tmp_path):

@@ -14,49 +14,19 @@ every check and threshold.
 
 from __future__ import annotations
 
-from sluice.advise import thresholds as th
-from sluice.advise.fix import (MAX_POLICY_ITEMS, group_paths, policy_items, program_command, run_line,
-                               toml_snippet)
-from sluice.advise.rules import CHECKS, IDS, Context, Finding, context, io_time, nothing_to_gain
+from sluice.advise.context import context
+from sluice.advise.counters import io_time
+from sluice.advise.finding import Finding
+from sluice.advise.fix import MAX_POLICY_ITEMS, policy_items, program_command, run_line, toml_snippet
+from sluice.advise.rank import SEVERITIES, rank, run_rules
 from sluice.report.model import Job
 from sluice.report.pattern import LOCAL_FS_TYPES, log_mounts, mount_of
 
-SEVERITIES = ("high", "medium", "low")
-
-
-def _severity(share: float, ctx: Context, cap: str | None, in_effect: bool) -> str:
-    if in_effect:           # a mode already fixes it (one that fixes it only in part keeps its severity)
-        return "low"
-    level = 0 if share >= th.SEVERITY_HIGH else 1 if share >= th.SEVERITY_MEDIUM else 2
-    if ctx.proc_time > 0 and ctx.T / ctx.proc_time < th.IO_SHARE_OF_RUNTIME:
-        level = min(2, level + 1)       # the job hardly waits for I/O at all
-    if cap:
-        level = max(level, SEVERITIES.index(cap))
-    return SEVERITIES[level]
-
 
 def advise(job: Job) -> list[Finding]:
-    """The findings of one job, most costly first: by severity, then by the I/O time each explains
-    (a finding already fixed has a lower severity than its time alone would give, and one the counters
-    cannot prove comes after the others of its severity), `nothing-to-gain` last."""
+    """The findings of one job, most costly first (rank.py says how)."""
     ctx = context(job)
-    found: list[Finding] = []
-    for check in CHECKS:
-        found.extend(check(ctx))
-    found.extend(nothing_to_gain(ctx, found))
-    others = [f.path for f in job.files if f.ops() - f.app.get("POSIX_MKDIRS", 0) - f.app.get("POSIX_RMDIRS", 0) > 0
-              or f.bytes() > 0]
-    for f in found:
-        mine = set(f.files)
-        f.paths = group_paths(f.files, [o for o in others if o not in mine])
-        f.layout = [cmd.format(dir=p) for cmd in f.layout for p in f.paths] if f.layout else []
-        f.share = f.cost / ctx.T if ctx.T > 0 else 0.0
-        f.severity = "low" if f.id == "nothing-to-gain" else _severity(f.share, ctx, f.cap, f.in_effect and not f.partial)
-        if f.gain is not None:
-            f.gain["share_of_io_time"] = f.gain["seconds"] / ctx.T if ctx.T > 0 else 0.0
-    found.sort(key=lambda f: (f.id == "nothing-to-gain", SEVERITIES.index(f.severity), f.cap is not None, -f.cost,
-                              IDS.index(f.id)))
-    return found
+    return rank(ctx, run_rules(ctx))
 
 
 def job_times(job: Job) -> tuple[float, float]:
@@ -66,8 +36,8 @@ def job_times(job: Job) -> tuple[float, float]:
 
 def fix_of(f: Finding, command: str) -> dict:
     settings: dict = {}
-    if f.mode != "profile" and not f.in_effect and f.paths:
-        items = policy_items(f.paths, f.mode)
+    if f.mode != "profile" and not f.in_effect and f.policy_paths:
+        items = policy_items(f.policy_paths, f.mode)
         rules = [tuple(i.rsplit("=", 1)) for i in items]
         settings["policy"] = items
         settings["command"] = run_line(rules, command)
@@ -84,11 +54,13 @@ def fix_of(f: Finding, command: str) -> dict:
 def finding_json(f: Finding, command: str) -> dict:
     evidence = {"text": f.text, "counters": {k: _num(v) for k, v in f.counters.items()},
                 "io_time_s": f.cost, "io_time_share": f.share, "files": len(f.files),
-                "fix_in_effect": f.in_effect}
+                "fix_in_effect": f.in_effect, "modes_in_effect": list(f.modes_in_effect),
+                "mode_did_not_act": len(f.had_mode), "fallbacks": {k: _num(v) for k, v in f.fallbacks.items()}}
     gain = None
     if f.gain is not None:
         gain = {"seconds": f.gain["seconds"], "share_of_io_time": f.gain.get("share_of_io_time", 0.0),
-                "how": f.gain["how"]}
+                "how": f.gain["how"], "file_system": f.gain.get("file_system"),
+                "per_call_s": f.gain.get("per_call_s")}
     return {"id": f.id, "severity": f.severity, "paths": list(f.paths), "evidence": evidence,
             "fix": fix_of(f, command), "expected_gain": gain}
 
@@ -108,7 +80,7 @@ AUTO_COVERS = {"buffer": None, "acb": None, "stage": {"file-per-process-small-fi
 def auto_line(job: Job, findings: list[Finding]) -> str | None:
     """`sluice run --mode auto -- CMD` when auto's per-file choice is the fix of every finding that asks for a
     mode (so one setting replaces the policy), else None."""
-    todo = [f for f in findings if f.mode != "profile" and not f.in_effect and f.paths]
+    todo = [f for f in findings if f.mode != "profile" and not f.in_effect and f.policy_paths]
     if not todo:
         return None
     for f in todo:
@@ -116,7 +88,8 @@ def auto_line(job: Job, findings: list[Finding]) -> str | None:
             return None
     # auto only profiles files on a node's own file system unless told otherwise
     mounts = log_mounts(job.logs)
-    local = any((m := mount_of(p, mounts)) is not None and m[1] in LOCAL_FS_TYPES for f in todo for p in f.files)
+    local = any((m := mount_of(p, mounts)) is not None and m[1] in LOCAL_FS_TYPES
+                for f in todo for p in f.files if p not in f.had_mode)
     return run_line([], program_command(job), ["--mode auto --auto-local" if local else "--mode auto"])
 
 
@@ -134,7 +107,7 @@ def plan(findings: list[Finding]) -> list[tuple[str, str]]:
     for f in findings:
         if f.mode == "profile" or f.in_effect:
             continue
-        for item in policy_items(f.paths, f.mode):
+        for item in policy_items(f.policy_paths, f.mode):
             prefix, mode = item.rsplit("=", 1)
             rules.setdefault(prefix, mode)
     return list(rules.items())[:MAX_POLICY_ITEMS]

@@ -7,7 +7,8 @@ import textwrap
 
 from sluice.advise import auto_line, fix_of, job_times, plan
 from sluice.advise.fix import program_command, run_line, toml_snippet
-from sluice.advise.rules import Finding, secs
+from sluice.advise.counters import secs
+from sluice.advise.finding import Finding
 from sluice.report.model import Job
 
 WIDTH = 100
@@ -54,7 +55,9 @@ def render(job: Job, findings: list[Finding]) -> str:
         nfiles = f" ({len(f.files):,} file{'s' if len(f.files) != 1 else ''})"
         out += _wrap("paths", ", ".join(shown) + more + nfiles)
         out += _wrap("evidence", f.text)
-        mode = f.mode + ((" (in effect, in part)" if f.partial else " (already in effect)") if f.in_effect else "")
+        mode = f.mode + ((" (in effect, in part)" if f.partial else " (already in effect)") if f.in_effect else
+                         " (in effect, did not act)" if f.had_mode and not f.policy_paths else
+                         f" (in effect for {len(f.had_mode):,} of the files, did not act)" if f.had_mode else "")
         if f.mode == "profile":
             mode += " (no sluice mode helps; keep profiling)" if f.id != "nothing-to-gain" else ""
         out += _wrap("mode", mode)
@@ -93,6 +96,10 @@ def render(job: Job, findings: list[Finding]) -> str:
     elif any(f.in_effect for f in findings):
         out.append("For the whole job: no mode to add; the modes of this run already act on the files of "
                    + ", ".join(dict.fromkeys(f.id for f in findings if f.in_effect)) + ".")
+    elif any(f.had_mode for f in findings):
+        out.append("For the whole job: no mode to add; the modes this run had for the files of "
+                   + ", ".join(dict.fromkeys(f.id for f in findings if f.had_mode))
+                   + " did not act, for the reasons each finding gives.")
     else:
         out.append("For the whole job: no mode to change; profile mode (the default) as it is.")
     return "\n".join(out) + "\n"
