@@ -265,13 +265,15 @@ def _with_header(data: bytes, mod_ver: dict[int, int]) -> bytes:
 
 
 def _with_module(data: bytes, mid: int, change) -> bytes:
-    """The log with one module region rewritten (it must be the last region)."""
+    """The log with one module region rewritten, the regions after it moved along."""
     f = list(L.HEADER.unpack_from(data))
     off, length = f[6 + 2 * mid], f[7 + 2 * mid]
-    assert off + length == len(data)
-    z = zlib.compress(change(zlib.decompress(data[off:])))
+    z = zlib.compress(change(zlib.decompress(data[off : off + length])))
     f[7 + 2 * mid] = len(z)
-    return L.HEADER.pack(*f) + data[L.HEADER.size:off] + z
+    for m in range(L.MAX_MODS):
+        if f[6 + 2 * m] > off:
+            f[6 + 2 * m] += len(z) - length
+    return L.HEADER.pack(*f) + data[L.HEADER.size:off] + z + data[off + length:]
 
 
 def _broken(tmp_path: Path, app: Path) -> dict[str, Path]:

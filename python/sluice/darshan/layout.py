@@ -47,6 +47,10 @@ LUSTRE_HEAD = struct.Struct("<Qqqq")
 LUSTRE_COMP = struct.Struct("<7q16s")
 MODULE_VERSIONS[LUSTRE] = LUSTRE_VERSION
 MODULE_NAMES[LUSTRE] = "LUSTRE"
+# Darshan 3.4's HEATMAP module (darshan/heatmap.py): bytes per rank and time bin
+HEATMAP = 15
+MODULE_VERSIONS[HEATMAP] = 1
+MODULE_NAMES[HEATMAP] = "HEATMAP"
 DXT_SEGMENT = struct.Struct("<qqdd")
 # Modules whose records carry the record id of their file after the base
 # record (darshan_hdf5_dataset's and darshan_pnetcdf_var's file_rec_id).

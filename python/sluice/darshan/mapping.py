@@ -9,6 +9,8 @@ rank (the fastest/slowest rank fields) is 0.
 
 from __future__ import annotations
 
+import numpy as np
+
 from sluice.darshan import layout as L
 
 SLUICE_MODULES = {L.POSIX: "POSIX", L.MPIIO: "MPIIO", L.H5F: "H5F", L.H5D: "H5D", L.STDIO: "STDIO",
@@ -130,3 +132,49 @@ def sluice_names(module: int, reduced: bool = False) -> tuple[list[str], list[st
     names = [_sluice_name(n) for n in L.INT_NAMES[module] + L.FLOAT_NAMES[module]
              if (n not in _NOT_IN_SLUICE or n in keep) and n not in UNKNOWN[module]]
     return [n for n in names if "_F_" not in n], [n for n in names if "_F_" in n]
+
+
+def to_darshan_columns(module: int, get, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """to_darshan() of n records at once: integer counters [record, counter]
+    and float counters, in storage order. get(name) gives a sluice counter
+    of every record and whether each record has it ((values, present)), or
+    None where no record has it."""
+    unknown = UNKNOWN[module]
+    zero = np.zeros(n)
+
+    def of(name: str) -> np.ndarray:
+        got = get(name)
+        return zero if got is None else got[0]
+
+    def value(name: str) -> np.ndarray:
+        if name in unknown:
+            return np.full(n, -1.0)
+        if name in RANK_FIELDS or name == "POSIX_RENAMED_FROM":
+            return zero
+        if name == "POSIX_OPENS":
+            return of("POSIX_OPENS") + of("POSIX_DUPS")
+        if name == "MPIIO_INDEP_WRITES":
+            return of("MPIIO_INDEP_WRITES") + of("MPIIO_SHARED_WRITES")
+        if name in _SINCE_PATTERN:
+            got = get(name)
+            v = np.full(n, -1.0) if got is None else np.where(got[1], got[0], -1)
+        else:
+            v = of(_sluice_name(name))
+        if "_MAX_BYTE_" in name:
+            v = np.maximum(v, 0)
+        return v
+
+    ints = np.zeros((n, len(L.INT_NAMES[module])), dtype=np.int64)
+    floats = np.zeros((n, len(L.FLOAT_NAMES[module])), dtype=np.float64)
+    for i, name in enumerate(L.INT_NAMES[module]):
+        ints[:, i] = value(name)
+    for i, name in enumerate(L.FLOAT_NAMES[module]):
+        floats[:, i] = value(name)
+    return ints, floats
+
+
+def visible_rows(ints: np.ndarray, module: int) -> np.ndarray:
+    """visible() of each row of to_darshan_columns()'s integer counters."""
+    keep = np.ones(ints.shape[1], dtype=bool)
+    keep[_PROPERTY_AT.get(module, [])] = False
+    return (ints[:, keep] > 0).any(axis=1)

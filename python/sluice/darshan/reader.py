@@ -119,7 +119,7 @@ def check(path: Path) -> str:
     for off, length, mid in regions:
         what = L.MODULE_NAMES.get(mid, f"module {mid}")
         body = _inflate(data, off, length, what, comp)
-        if new and mid in L.MODULE_VERSIONS and mod_ver[mid] == L.MODULE_VERSIONS[mid] \
+        if new and mid in L.INT_NAMES and mod_ver[mid] == L.MODULE_VERSIONS[mid] \
                 and len(body) % L.record_struct(mid).size:
             raise LogFormatError(f"corrupt {what} region (a record is cut off)")
     return version
@@ -206,6 +206,7 @@ def _as_logs(p: Path, job: dict, exe: str, recs, fs_recs) -> list[Log]:
     info = {"job_id": md.get("sluice_job_id", str(job.get("jobid", ""))), "host": md.get("sluice_host", "?"),
             "exe": exe.split(" ", 1)[0], "cmdline": exe, "mode": md.get("sluice_mode", "darshan"),
             "version": f"darshan {job.get('log_ver', '?')}", DARSHAN_LOG: str(p),
+            "uid": str(job.get("uid", "")), "policy": md.get("sluice_policy", ""),
             # the mount table, as a sluice log names it (report/pattern.py)
             "mounts": "".join(f"{t}\t{m}\n" for m, t in job.get(_MOUNTS, []) if m.startswith("/"))}
     modules = {}

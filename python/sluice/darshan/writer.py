@@ -27,8 +27,9 @@ class DarshanJob:
 
 @dataclass
 class ModuleData:
-    records: list[bytes] = field(default_factory=list)   # packed with layout.record_struct(module)
+    records: list[bytes] = field(default_factory=list)   # packed with layout.record_struct(module), one or many each
     partial: bool = False
+    count: int = 0                                        # records in `records`
 
 
 def _one_line(s: str) -> str:

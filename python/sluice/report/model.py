@@ -281,7 +281,7 @@ def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False,
             if p in named:
                 raise UserError(str(e)) from None
             warn(f"{e}; skipped")
-            found.append(DamagedLog(str(p), [_problem(p, e)], False))
+            found.append(DamagedLog(str(p), _problem(p, e).split("; "), False))
             continue
         for l in read:
             if l.damage:

@@ -40,9 +40,7 @@ MODULE_TIMES: list[tuple[str, dict[str, tuple[str, ...]]]] = [
                  "meta": ("PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME", "PNETCDF_VAR_F_META_TIME")}),
 ]
 
-# A file's bytes and calls, every module of it: how it was used.
-READ_BYTES = ("POSIX_BYTES_READ", "STDIO_BYTES_READ", "MPIIO_BYTES_READ")
-WRITE_BYTES = ("POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN", "MPIIO_BYTES_WRITTEN")
+# A file's calls, every module of it: how it was used.
 READ_CALLS = ("POSIX_READS", "STDIO_READS", "MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS",
               "MPIIO_NB_READS")
 WRITE_CALLS = ("POSIX_WRITES", "STDIO_WRITES", "MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES",
@@ -57,6 +55,14 @@ def _column(files: list, side: str, names: tuple[str, ...]) -> np.ndarray:
     for n in names:
         total += np.asarray(column_values(maps, n), dtype=np.float64)
     return total
+
+
+def _moved(files: list, side: str, kind: str) -> np.ndarray:
+    """Bytes read (kind "READ") or written ("WRITTEN") of every file, as
+    FileTotals.bytes() counts them: MPI-IO's bytes travel through POSIX
+    calls that are recorded too (the larger of the two), stdio's apart."""
+    posix, mpiio, stdio = (_column(files, side, (f"{m}_BYTES_{kind}",)) for m in ("POSIX", "MPIIO", "STDIO"))
+    return np.maximum(posix, mpiio) + stdio
 
 
 def utc(ns: int) -> str:
@@ -170,16 +176,17 @@ def access_kinds(job: Job) -> dict[str, dict]:
     module): read-only, write-only, read-write, neither (opened, stat'ed,
     ...: no byte moved); per kind the number of files and their bytes."""
     files = job.files
-    rd = _column(files, "app", READ_BYTES) + _column(files, "app", READ_CALLS)
-    wr = _column(files, "app", WRITE_BYTES) + _column(files, "app", WRITE_CALLS)
+    moved = {(side, k): _moved(files, side, k) for side in SIDES for k in ("READ", "WRITTEN")}
+    rd = moved["app", "READ"] + _column(files, "app", READ_CALLS)
+    wr = moved["app", "WRITTEN"] + _column(files, "app", WRITE_CALLS)
     kinds = {"read-only": (rd > 0) & (wr == 0), "write-only": (rd == 0) & (wr > 0),
              "read-write": (rd > 0) & (wr > 0), "neither": (rd == 0) & (wr == 0)}
     out = {}
     for kind, sel in kinds.items():
         entry = {"files": int(sel.sum())}
         for side in SIDES:
-            entry[f"{side}_bytes_read"] = int(_column(files, side, READ_BYTES)[sel].sum())
-            entry[f"{side}_bytes_written"] = int(_column(files, side, WRITE_BYTES)[sel].sum())
+            entry[f"{side}_bytes_read"] = int(moved[side, "READ"][sel].sum())
+            entry[f"{side}_bytes_written"] = int(moved[side, "WRITTEN"][sel].sum())
         out[kind] = entry
     return out
 
@@ -188,7 +195,7 @@ def _group_rows(job: Job, keys: list[str]) -> dict[str, dict]:
     """Files grouped by key (one per file, "" leaves it out): per group the
     number of files and, per side, bytes read, bytes written and operations."""
     files = job.files
-    by_side = {side: (_column(files, side, READ_BYTES), _column(files, side, WRITE_BYTES),
+    by_side = {side: (_moved(files, side, "READ"), _moved(files, side, "WRITTEN"),
                       np.array([f.ops(side) for f in files], dtype=np.float64)) for side in SIDES}
     uniq, inv = np.unique(np.array(keys, dtype=object), return_inverse=True) if keys else ([], np.zeros(0, int))
     out: dict[str, dict] = {}
