@@ -42,6 +42,8 @@ SETTINGS: tuple[Setting, ...] = (
             "per-call trace, as Darshan's DXT: the first N reads and writes of each process (POSIX and MPI-IO, application side: file, offset, length, start, end) go into its log, calls beyond N are only counted; 0: no trace"),
     Setting('SLUICE_MPI_RUNTIME_FILES', 'BOOL', '0', 'mpi_runtime_files', '--include-mpi-runtime',
             "1: also record the MPI runtime's own files (Open MPI's session directory, PMIx's server directory, $HOME/.openmpi and $HOME/.pmix: shared-memory segments, locks, parameter files); 0: leave them out, they are not the program's"),
+    Setting('SLUICE_RUNTIME_FILES', 'BOOL', '0', 'runtime_files', '--include-runtime',
+            "1: also record the interpreter's own files (its installation prefix, virtualenvs, conda prefixes, site-packages, compiled .pyc files and their directories, pyvenv.cfg, R and Julia library trees); 0: leave them out, they are not the job's"),
     Setting('SLUICE_DISABLE', 'BOOL', '0', '', '',
             '1: load but record nothing and write no log'),
     Setting('SLUICE_TIER', 'STR', '', 'stage.tier', '--tier',

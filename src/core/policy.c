@@ -1,16 +1,23 @@
-/* Path policy; see policy.h. The tables are filled once by the constructor. */
+/* Path policy; see policy.h. The tables are filled once by the constructor,
+ * but for the virtualenvs, which the interpreter names as it starts (see
+ * runtime_tree_add): that table only grows, and is read without a lock. */
 #include "core/policy.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/diag.h"
 #include "common/listsplit.h"
 #include "common/pathnorm.h"
+#include "core/config.h"
+#include "sys/real.h"
 
 #define POLICY_MAX_PREFIXES 32
 
@@ -91,6 +98,205 @@ static void runtime_dirs_init(void)
                 runtime_dir_add(dir);
 }
 
+/* ---- the interpreter's own files ---- */
+
+/* A Python job opens hundreds of the interpreter's files (.pyc, site-packages,
+ * pyvenv.cfg) before its first line; R and Julia jobs their libraries. They
+ * are the runtime's, not the job's I/O, and are left out unless
+ * SLUICE_RUNTIME_FILES. Two kinds of rule, both cheap at open time:
+ *  - trees: the running interpreter's installation prefix, a conda prefix,
+ *    an activated virtualenv or conda environment, R's and Julia's library
+ *    paths from the environment, ~/.julia (found at load), and each
+ *    virtualenv whose pyvenv.cfg the interpreter reads as it starts;
+ *  - names, in any path: site-packages, dist-packages, __pycache__,
+ *    site-library and R's <platform>-library components, and the files
+ *    *.pyc, pyvenv.cfg, *._pth, pybuilddir.txt, python*.zip.
+ * A tree that holds the working directory or the home directory is never
+ * taken: the job's own files may be there. */
+#define RUNTIME_TREES_MAX 16
+static char runtime_tree_buf[RUNTIME_TREES_MAX][PATH_MAX];
+static struct prefix runtime_trees[RUNTIME_TREES_MAX];
+static atomic_int nruntime_trees;                           /* entries below it are complete */
+static atomic_flag runtime_tree_adding = ATOMIC_FLAG_INIT;  /* one writer at a time */
+static int runtime_files_kept;                              /* SLUICE_RUNTIME_FILES=1 */
+static char cwd_at_load[PATH_MAX];                          /* "" if unknown */
+static char home_at_load[PATH_MAX];                         /* "" if unset */
+
+#define NAME_IS(c, n, lit) ((n) == sizeof lit - 1 && memcmp((c), lit, sizeof lit - 1) == 0)
+#define ENDS_WITH(c, n, lit) ((n) >= sizeof lit - 1 && memcmp((c) + (n) - (sizeof lit - 1), lit, sizeof lit - 1) == 0)
+
+/* Add the absolute directory dir (not normalised yet) to the trees, unless
+ * it is "/", holds the working or home directory, or is under a tree
+ * already there. Safe to call while other threads read the table; a second
+ * writer at the same time gives up (the names still catch its files). */
+static void runtime_tree_add(const char *dir)
+{
+    int n;
+
+    if (dir[0] != '/' || atomic_flag_test_and_set_explicit(&runtime_tree_adding, memory_order_acquire))
+        return;
+    n = atomic_load_explicit(&nruntime_trees, memory_order_relaxed);
+    if (n < RUNTIME_TREES_MAX && sluice_path_absolute(AT_FDCWD, dir, runtime_tree_buf[n], PATH_MAX) == 0) {
+        struct prefix p = prefix_of(runtime_tree_buf[n]);
+        int taken = p.n > 0 && !(cwd_at_load[0] && under(cwd_at_load, &p)) &&
+                    !(home_at_load[0] && under(home_at_load, &p));
+        for (int i = 0; taken && i < n; i++)
+            taken = !under(p.s, &runtime_trees[i]);
+        if (taken) {
+            runtime_trees[n] = p;
+            atomic_store_explicit(&nruntime_trees, n + 1, memory_order_release);
+        }
+    }
+    atomic_flag_clear_explicit(&runtime_tree_adding, memory_order_release);
+}
+
+/* Each absolute directory of a colon-separated list from the environment. */
+static void runtime_trees_from_env(const char *name)
+{
+    const char *s = getenv(name);
+    char one[PATH_MAX];
+    int too_long;
+
+    while (s && list_next(&s, ':', one, sizeof one, &too_long))
+        if (!too_long)
+            runtime_tree_add(one);
+}
+
+/* A directory that exists. */
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return SLUICE_REAL(stat)(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* name is stem, or stem and a version (python3, python3.11, pypy3.10). */
+static int versioned(const char *name, const char *stem)
+{
+    size_t n = strlen(stem);
+    if (strncmp(name, stem, n) != 0)
+        return 0;
+    return strspn(name + n, "0123456789.") == strlen(name + n);
+}
+
+/* The installation prefix of the running program, when it is an
+ * interpreter (PREFIX/bin/python3.11, PREFIX/bin/julia, R's
+ * PREFIX/bin/exec/R) or lives in a conda prefix (one with conda-meta/). */
+static void runtime_tree_of_exe(void)
+{
+    char exe[PATH_MAX], probe[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash, *base;
+
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    if ((slash = strrchr(exe, '/')) == NULL)
+        return;
+    base = slash + 1;
+    int interpreter = versioned(base, "python") || versioned(base, "pypy") || versioned(base, "julia") ||
+                      strcmp(base, "R") == 0;
+    *slash = '\0';
+    if (strcmp(base, "R") == 0 && (slash = strrchr(exe, '/')) != NULL && strcmp(slash + 1, "exec") == 0)
+        *slash = '\0';
+    if ((slash = strrchr(exe, '/')) == NULL || strcmp(slash + 1, "bin") != 0)
+        return;
+    *slash = '\0';   /* exe is now the prefix */
+    if (!interpreter) {
+        snprintf(probe, sizeof probe, "%s/conda-meta", exe);
+        if (!is_dir(probe))
+            return;
+    }
+    runtime_tree_add(exe);
+}
+
+static void runtime_trees_init(void)
+{
+    const char *home = getenv("HOME");
+    char dir[PATH_MAX];
+
+    atomic_store_explicit(&nruntime_trees, 0, memory_order_relaxed);
+    if (getcwd(cwd_at_load, sizeof cwd_at_load) == NULL)
+        cwd_at_load[0] = '\0';
+    home_at_load[0] = '\0';
+    if (home && home[0] == '/')
+        (void)sluice_path_absolute(AT_FDCWD, home, home_at_load, sizeof home_at_load);
+    runtime_tree_of_exe();
+    runtime_trees_from_env("VIRTUAL_ENV");
+    runtime_trees_from_env("CONDA_PREFIX");
+    runtime_trees_from_env("R_HOME");
+    runtime_trees_from_env("R_LIBS");
+    runtime_trees_from_env("R_LIBS_USER");
+    runtime_trees_from_env("R_LIBS_SITE");
+    runtime_trees_from_env("JULIA_DEPOT_PATH");
+    if (home_at_load[0] && snprintf(dir, sizeof dir, "%s/.julia", home_at_load) < (int)sizeof dir)
+        runtime_tree_add(dir);
+}
+
+/* The last component of a path names one of the runtime's own files. */
+static int runtime_file_name(const char *c, size_t n)
+{
+    return ENDS_WITH(c, n, ".pyc") || NAME_IS(c, n, "pyvenv.cfg") || ENDS_WITH(c, n, "._pth") ||
+           NAME_IS(c, n, "pybuilddir.txt") || (n > 10 && memcmp(c, "python", 6) == 0 && ENDS_WITH(c, n, ".zip"));
+}
+
+/* The component around a '-' of the path names one of the runtime's trees
+ * that have a '-' in their name: site-packages, dist-packages, site-library,
+ * or R's user library R/<platform>-library. */
+static int runtime_dash_tree(const char *path, const char *dash)
+{
+    const char *c;
+
+    if (strncmp(dash, "-packages", 9) == 0 && (dash[9] == '/' || dash[9] == '\0'))
+        return dash - path >= 5 && dash[-5] == '/' && (memcmp(dash - 4, "site", 4) == 0 || memcmp(dash - 4, "dist", 4) == 0);
+    if (strncmp(dash, "-library", 8) != 0 || (dash[8] != '/' && dash[8] != '\0'))
+        return 0;
+    if (dash - path >= 5 && dash[-5] == '/' && memcmp(dash - 4, "site", 4) == 0)
+        return 1;
+    for (c = dash; c[-1] != '/'; c--)   /* the path is absolute: a '/' comes first */
+        ;
+    return c - path >= 3 && c[-2] == 'R' && c[-3] == '/';
+}
+
+/* The virtualenv of a pyvenv.cfg the program opens, if it exists: the
+ * interpreter reads it first thing, before anything else of the venv. */
+static void runtime_venv_seen(const char *cfg_path, size_t dir_len)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+
+    if (dir_len == 0 || dir_len >= sizeof dir || SLUICE_REAL(stat)(cfg_path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    memcpy(dir, cfg_path, dir_len);
+    dir[dir_len] = '\0';
+    runtime_tree_add(dir);
+}
+
+/* 1 if an absolute normalised path is one of the runtime's own files. A
+ * few vector scans (strrchr, strchr) rather than a look at every byte:
+ * this runs on every open and path call. */
+static int runtime_file(const char *path)
+{
+    int n = atomic_load_explicit(&nruntime_trees, memory_order_acquire);
+    const char *base = strrchr(path, '/') + 1;
+    size_t len = strlen(base);
+
+    for (int i = 0; i < n; i++)
+        if (path[1] == runtime_trees[i].s[1] && under(path, &runtime_trees[i]))
+            return 1;
+    if (runtime_file_name(base, len)) {
+        if (NAME_IS(base, len, "pyvenv.cfg"))
+            runtime_venv_seen(path, (size_t)(base - 1 - path));
+        return 1;
+    }
+    /* __pycache__ holds files, never directories */
+    if (NAME_IS(base, len, "__pycache__") || (base - path >= 13 && memcmp(base - 13, "/__pycache__/", 13) == 0))
+        return 1;
+    for (const char *dash = strchr(path, '-'); dash; dash = strchr(dash + 1, '-'))
+        if (runtime_dash_tree(path, dash))
+            return 1;
+    return 0;
+}
+
 int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files)
 {
     char *p = include_buf, one[PATH_MAX];
@@ -111,6 +317,9 @@ int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files
     nruntime = 0;
     if (!runtime_files)
         runtime_dirs_init();
+    runtime_files_kept = sluice_cfg.runtime_files;
+    if (!runtime_files_kept)
+        runtime_trees_init();
     return 0;
 }
 
@@ -138,6 +347,8 @@ int sluice_policy_records(const char *abs_path)
     for (int i = 0; i < nruntime; i++)
         if (under(abs_path, &runtime_dirs[i]))
             return 0;
+    if (!runtime_files_kept && runtime_file(abs_path))
+        return 0;
     if (ninclude > 0) {
         for (int i = 0; i < ninclude; i++)
             if (under(abs_path, &includes[i]))

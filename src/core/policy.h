@@ -1,14 +1,19 @@
 /*
  * Which paths sluice records, and in which mode it handles each. Profile mode
- * records every path except system prefixes, as Darshan does; SLUICE_PATHS
- * restricts recording to the prefixes it lists.
+ * records every path except system prefixes and the interpreter's own files
+ * (a Python, R or Julia job's installation, virtualenv and libraries), as
+ * Darshan leaves out system paths; SLUICE_PATHS restricts recording to the
+ * prefixes it lists.
  */
 #ifndef SLUICE_CORE_POLICY_H
 #define SLUICE_CORE_POLICY_H
 
 /* Parse SLUICE_PATHS and the log directory (never recorded); unless
  * runtime_files, the MPI runtime's session directory (from the environment
- * its launcher gives the ranks) is not recorded either. 0 or -errno. */
+ * its launcher gives the ranks) is not recorded either, and unless
+ * sluice_cfg.runtime_files (SLUICE_RUNTIME_FILES), the interpreter's own
+ * files are not (policy.c says which). Called once, from the constructor,
+ * after sluice_config_load. 0 or -errno. */
 int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files);
 
 /* 1 if I/O on this absolute normalised path is recorded. */
