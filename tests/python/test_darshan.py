@@ -12,6 +12,7 @@ import subprocess
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import bin_path, python_env, report_json, sluice
@@ -191,6 +192,82 @@ def test_mpiio_job_exports_darshans_shared_record(mpiio_job, tmp_path):
     assert sorted(r for (_, r) in ranks) == [0, 1, 2, 3]
     assert all(c["MPIIO_COLL_OPENS"] == 1 and c["MPIIO_INDEP_WRITES"] == 3 and c["MPIIO_FASTEST_RANK"] == 0
                for c in ranks.values())
+
+
+def _heatmaps(path: Path) -> dict[str, dict]:
+    """PyDarshan's heatmaps of a log: module -> its bins' width and count,
+    and per rank the bytes written and read in all its bins."""
+    rep = darshan.DarshanReport(str(path), read_all=True)
+    out = {}
+    for mod, h in rep.heatmaps.items():
+        w, r = h.to_df(ops=["write"]), h.to_df(ops=["read"])
+        out[mod] = {"width": h._bin_width_seconds, "nbins": h._nbins,
+                    "write": {int(k): int(v) for k, v in w.sum(axis=1).items()},
+                    "read": {int(k): int(v) for k, v in r.sum(axis=1).items()}}
+    return out
+
+
+@pytest.mark.parametrize("job", ["known_mix", "mpiio_job"])
+def test_the_export_has_a_heatmap_per_module_with_each_ranks_bytes(job, request, tmp_path):
+    from sluice.darshan.heatmap import bins_for
+
+    logs, _ = request.getfixturevalue(job)
+    app, fs = export(logs, tmp_path / "out")
+    rep, recs = records(app)
+    j = report_json(logs, "--per-process")
+    rows = [r for r in j["per_process"] if r["rank"] >= 0] or j["per_process"]
+    width, nbins = bins_for((max(r["end_ns"] for r in rows) - min(r["start_ns"] for r in rows)) / 1e9)
+    for view, side in ((app, "app"), (fs, "fs")):
+        got = _heatmaps(view)
+        want = {}
+        for i, r in enumerate(sorted(rows, key=lambda r: (r["start_ns"], r["pid"]))):
+            rank = r["rank"] if r["rank"] >= 0 else i
+            for mod, darshan_mod, written, read in (("POSIX", "POSIX", "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ"),
+                                                    ("STDIO", "STDIO", "STDIO_BYTES_WRITTEN", "STDIO_BYTES_READ"),
+                                                    ("MPIIO", "MPI-IO", "MPIIO_BYTES_WRITTEN", "MPIIO_BYTES_READ")):
+                c = r["modules"].get(darshan_mod, {}).get(side, {}).get("counters", {})
+                if c.get(written, 0) > 0 or c.get(read, 0) > 0:
+                    m = want.setdefault(mod, {"width": width, "nbins": nbins, "write": {}, "read": {}})
+                    m["write"][rank], m["read"][rank] = c.get(written, 0), c.get(read, 0)
+        assert got == want, side
+    expected = {"known_mix": ["POSIX", "STDIO"], "mpiio_job": ["MPIIO", "POSIX"]}[job]
+    assert sorted(got) == expected
+
+
+@pytest.mark.parametrize("job", ["known_mix", "mpiio_job"])
+def test_counters_mapped_a_column_at_a_time_are_to_darshan_of_each_record(job, request):
+    """The export maps the merged rows' counters to Darshan's a column at a
+    time (to_darshan_columns): the same values as to_darshan of each row."""
+    from sluice.darshan.export import assign_ranks, rank_table
+    from sluice.darshan.mapping import SLUICE_MODULES, to_darshan, to_darshan_columns, visible, visible_rows
+    from sluice.report.model import load_logs, select_job
+
+    logs, _ = request.getfixturevalue(job)
+    rj = assign_ranks(*select_job(load_logs([logs], sluice_only=True)))
+    rt = rank_table(rj)
+    checked = 0
+    for side in ("app", "fs"):
+        rows_counters = rt.tables[side].all_counters()
+        for mid, prefix in SLUICE_MODULES.items():
+            rows = np.flatnonzero(rt.has_module(prefix))
+            ints, floats = to_darshan_columns(mid, rt.get(side, rows), len(rows))
+            for k, r in enumerate(rows.tolist()):
+                c = {n: v for n, v in rows_counters[r].items() if n.startswith(prefix + "_")}
+                want_i, want_f = to_darshan(mid, c)
+                assert (ints[k].tolist(), floats[k].tolist()) == (want_i, want_f), (side, rt.keys[r])
+                assert bool(visible_rows(ints[k : k + 1], mid)[0]) == visible(want_i, mid)
+                checked += 1
+    assert checked >= 8
+
+
+def test_record_ids_of_many_names_at_once_are_record_id_of_each():
+    from sluice.darshan.recid import record_ids
+
+    names = ["", "a", "heatmap:POSIX", "x" * 23, "y" * 24, "z" * 25, "é/ü" * 30, "/scratch/run/p1/f000017.dat"]
+    names += [f"/d{i}/" + "n" * (i % 61) for i in range(200)]
+    assert record_ids(names).tolist() == [record_id(n) for n in names]
+    assert record_ids(["heatmap:POSIX", "heatmap:MPIIO", "heatmap:STDIO"]).tolist() == \
+        [16592106915301738621, 3668870418325792824, 3989511027826779520]     # PyDarshan's table of them
 
 
 SHARED_TOTALS = [f"{m}_{k}" for m in ("POSIX", "STDIO") for k in

@@ -297,3 +297,33 @@ def test_files_by_use_directories_mounts_and_time_per_module(job4):
         assert (app["read"], app["write"], app["meta"]) == tuple(j["app"][f"{m}_F_{k}_TIME"]
                                                                  for k in ("READ", "WRITE", "META"))
         assert app["total"] == app["read"] + app["write"] + app["meta"] > 0
+
+
+def test_a_job_without_reads_has_no_reads_plot(tmp_path):
+    """manyfiles only creates and writes: the sizes plot has its writes panel alone, the
+    operations plot only the kinds of call made, each caption saying what is left out."""
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sluice("run", "--quiet", "--log-dir", str(logs), "--path", str(work), "--", bin_path("manyfiles"), str(work),
+           "3", "64", "2")
+    j = json.loads(sluice("report", "--json", "--html", str(tmp_path / "r.html"), str(logs)).stdout)
+    assert j["app"]["POSIX_READS"] == 0 and j["app"]["POSIX_WRITES"] == 6
+    text = (tmp_path / "r.html").read_text("utf-8")
+    sizes = text[text.index('<figure class="plot" id="plot-sizes">'):]
+    sizes = sizes[: sizes.index("</figure>")]
+    assert "<h3>Access sizes of POSIX writes</h3>" in sizes
+    assert ("<figcaption>POSIX write calls per access size, in Darshan&#x27;s ten buckets; app and fs side by side. "
+            "No POSIX reads were recorded.</figcaption>") in sizes
+    made = [k for k, names in (("opens", ("POSIX_OPENS", "STDIO_OPENS")), ("reads", ("POSIX_READS", "STDIO_READS")),
+                               ("writes", ("POSIX_WRITES", "STDIO_WRITES")), ("seeks", ("POSIX_SEEKS", "STDIO_SEEKS")),
+                               ("stats", ("POSIX_STATS",)),
+                               ("syncs", ("POSIX_FSYNCS", "POSIX_FDSYNCS", "STDIO_FLUSHES")),
+                               ("unlinks", ("POSIX_UNLINKS",)), ("renames", ("POSIX_RENAMES",)),
+                               ("mkdirs", ("POSIX_MKDIRS",)))
+            if any(j[s].get(n, 0) for s in ("app", "fs") for n in names)]
+    assert "reads" not in made and "writes" in made
+    ops = text[text.index('<figure class="plot" id="plot-ops">'):]
+    none = [k for k in ("opens", "reads", "writes", "seeks", "stats", "syncs", "unlinks", "renames", "mkdirs")
+            if k not in made]
+    assert (f"<figcaption>Calls of each kind the job made, POSIX and STDIO together (syncs: fsync, fdatasync and "
+            f"fflush); none of: {', '.join(none)}.</figcaption>") in ops[: ops.index("</figure>")]

@@ -26,7 +26,7 @@ from typing import TextIO
 import numpy as np
 
 from sluice.errors import UserError
-from sluice.logfmt import Log, LogFormatError, Records, read_log
+from sluice.logfmt import Log, LogFormatError, Records, _printable, read_log
 from sluice.report.tables import Table, is_property, merge_tables, write_files_json
 
 SIDES = ("app", "fs")
@@ -255,12 +255,8 @@ def _read_any(p: Path, sluice_only: bool) -> list[Log]:
 def _problem(p: Path, e: LogFormatError) -> str:
     """The problem of an error 'PATH: problem' without its path."""
     text = str(e)
-    head = f"{_printable_path(p)}: "
+    head = f"{_printable(p)}: "
     return text[len(head):] if text.startswith(head) else text
-
-
-def _printable_path(p: Path) -> str:
-    return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in str(p))
 
 
 def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False,
@@ -285,7 +281,7 @@ def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False,
             continue
         for l in read:
             if l.damage:
-                warn(f"{_printable_path(p)}: {'; '.join(l.damage)}; what could be read is used")
+                warn(f"{_printable(p)}: {'; '.join(l.damage)}; what could be read is used")
                 found.append(DamagedLog(str(p), list(l.damage), True))
         logs.extend(read)
     own = {l.job_id for l in logs if DARSHAN_LOG not in l.info}
