@@ -71,7 +71,12 @@ def _why(ctx: Context, files: list[FileTotals], mode: str) -> tuple[list[str], l
         reasons.append("stage mode stages the files a program creates or truncates; these existed and were "
                        "opened without O_TRUNC, so their opens went straight through (POSIX_STAGED_OPENS: 0)")
     if not reasons:
-        reasons.append("the log counts no fallback: as many calls reached the file system as the program made")
+        app = sum(v(f.app, "POSIX_READS", "POSIX_WRITES") for f in files)
+        seen = v(fs, "POSIX_READS", "POSIX_WRITES")
+        reasons.append("the log counts no fallback: " + ("as many reads and writes reached the file system as "
+                                                         "the program made" if seen >= app else
+                                                         f"{n(seen)} of the program's {n(app)} reads and writes "
+                                                         "reached the file system"))
     return reasons, hints, counted
 
 

@@ -49,33 +49,35 @@ def gain(ctx: Context, files: list[FileTotals], seconds: float, how: str, per: s
     return {"seconds": seconds, "how": how, "file_system": fs, "per_call_s": per_call}
 
 
-def calls_left(calls: float, smalls: float, nbytes: float, flushes: float, unit: int) -> int:
+def calls_left(calls: float, smalls: float, nbytes: float, flushes: float, unit: int, pieces: float) -> int:
     """About how many calls remain when the small ones coalesce into units of `unit` bytes, but no
-    fewer than `flushes` (a close or fsync writes out what is buffered)."""
-    return int(min(calls, max(math.ceil(nbytes / unit), min(smalls, flushes)) + (calls - smalls)))
+    fewer than `flushes` (a close or fsync writes out what is buffered) nor `pieces` (calls that do not
+    continue the previous one start a piece of their own)."""
+    return int(min(calls, max(math.ceil(nbytes / unit), min(smalls, max(flushes, pieces))) + (calls - smalls)))
 
 
-# One file's requests of one kind as coalescing_gain takes them: (calls, small calls, bytes, seconds,
-# flushes, unit), as calls_left takes them, with the seconds of those calls.
-Requests = tuple[float, float, float, float, float, int]
+# One file's requests of one kind as coalescing_gain takes them: (calls, small calls, bytes, seconds of
+# those calls, flushes, unit, pieces), the rest as calls_left takes them.
+Requests = tuple[float, float, float, float, float, int, float]
 
 
 def coalescing_gain(ctx: Context, files: list[FileTotals], items: list[Requests], what: str, unit_name: str,
                     note: str = "") -> dict | None:
     """The calls saved x the measured seconds per call. `note`: what the estimate leaves out."""
     saved_s, before, after = 0.0, 0, 0
-    for calls, smalls, nbytes, t, flushes, unit in items:
+    for calls, smalls, nbytes, t, flushes, unit, pieces in items:
         if calls <= 0:
             continue
-        left = calls_left(calls, smalls, nbytes, flushes, unit)
+        left = calls_left(calls, smalls, nbytes, flushes, unit, pieces)
         saved_s += (calls - left) * t / calls
         before += int(calls)
         after += left
     if saved_s <= 0:
         return None
-    per_call = sum(t for _, _, _, t, _, _ in items) / max(1, sum(c for c, *_ in items))
-    bound = any(min(s, fl) > math.ceil(b / unit) for _, s, b, _, fl, unit in items)
+    per_call = sum(t for _, _, _, t, *_ in items) / max(1, sum(c for c, *_ in items))
+    bound = any(min(s, max(fl, pc)) > math.ceil(b / unit) for _, s, b, _, fl, unit, pc in items)
     how = (f"{n(before - after)} {what} saved ({n(before)} -> about {n(after)}: the small ones coalesced into "
-           f"{unit_name}{', at least one per open and fsync' if bound else ''}) x {secs(per_call)} measured per call{note}; "
+           f"{unit_name}{', one at least per open, fsync and jump in offset' if bound else ''}) x "
+           f"{secs(per_call)} measured per call{note}; "
            "an upper bound where a call's cost is mostly the copy, as on a local disk")
     return gain(ctx, files, saved_s, how, per_call=per_call)

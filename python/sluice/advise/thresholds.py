@@ -46,7 +46,7 @@ MISALIGNED_MIN_SIZE = 100 * KIB   # requests this large are checked for alignmen
 LARGE_SHARED_BYTES = GIB          # a shared file this large wants more than one stripe
 IN_EFFECT_RATIO = 2.0             # the fs side made at least 2 times fewer calls than the program: a mode already works
 PARTLY_RATIO = 1.1                # at least 10 % fewer: a mode acts on the file, with less effect
-FEW_SMALL_MIN_SAVED = 100         # below Drishti's thresholds, a mode that would save this many calls is a finding
+FEW_SMALL_MIN_SAVED = 10          # below Drishti's thresholds, a mode that would save this many calls is a finding
 
 # ---- what the fixes assume (the library's defaults, docs/configuration.md)
 BUFFER_UNIT = 4 * MIB             # buffer.size

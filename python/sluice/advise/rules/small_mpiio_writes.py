@@ -67,7 +67,7 @@ def check(ctx: Context, files: list[FileTotals]) -> list[Finding]:
     if not in_effect:
         f.gain = coalescing_gain(ctx, todo, [(v(x.app, *MPIIO_WRITES), small(x.app, "MPIIO", "WRITE"),
                                               v(x.app, "MPIIO_BYTES_WRITTEN"), v(x.app, "MPIIO_F_WRITE_TIME"), 0,
-                                              th.ACB_WRITE_SIZE) for x in todo],
+                                              th.ACB_WRITE_SIZE, 0) for x in todo],
                                  "MPI-IO write calls", "16 MiB aggregator writes",
                                  " (ACB's exchange between ranks not subtracted)")
     return [f]

@@ -26,8 +26,9 @@ def unit_of(K: str) -> int:
 def requests(f: FileTotals, K: str) -> Requests:
     """The file's POSIX requests of one kind, as buffer mode would coalesce them."""
     word = "WRITTEN" if K == "WRITE" else "READ"
-    return (v(f.app, f"POSIX_{K}S"), small(f.app, "POSIX", K), v(f.app, f"POSIX_BYTES_{word}"),
-            v(f.app, f"POSIX_F_{K}_TIME"), flushes(f, K), unit_of(K))
+    calls = v(f.app, f"POSIX_{K}S")
+    return (calls, small(f.app, "POSIX", K), v(f.app, f"POSIX_BYTES_{word}"), v(f.app, f"POSIX_F_{K}_TIME"),
+            flushes(f, K), unit_of(K), max(0.0, calls - v(f.app, f"POSIX_CONSEC_{K}S")))
 
 
 def buffer_estimate(ctx: Context, f: FileTotals) -> tuple[int, int]:
@@ -35,9 +36,9 @@ def buffer_estimate(ctx: Context, f: FileTotals) -> tuple[int, int]:
     pattern it coalesces (what small-writes and small-reads ask, less their thresholds)."""
     before = after = 0
     for K in ("WRITE", "READ"):
-        calls, smalls, nbytes, _, fl, unit = requests(f, K)
+        calls, smalls, nbytes, _, fl, unit, pieces = requests(f, K)
         before += int(calls)
-        after += calls_left(calls, smalls, nbytes, fl, unit) if candidate(ctx, f, K) else int(calls)
+        after += calls_left(calls, smalls, nbytes, fl, unit, pieces) if candidate(ctx, f, K) else int(calls)
     return before, after
 
 
@@ -49,11 +50,11 @@ def buffer_gain(ctx: Context, files: list[FileTotals], K: str) -> dict | None:
 def candidate(ctx: Context, f: FileTotals, K: str) -> bool:
     """Small requests of one kind in a pattern buffer mode coalesces, enough of them between the
     file's opens for it to cut their number."""
-    calls, smalls, nbytes, _, fl, unit = requests(f, K)
+    calls, smalls, nbytes, _, fl, unit, pieces = requests(f, K)
     if uses_mpiio(f.app) or calls == 0 or smalls / calls <= th.SMALL_SHARE:
         return False
-    if calls_left(calls, smalls, nbytes, fl, unit) * th.PARTLY_RATIO > calls:
-        return False             # one or two requests per open: each close writes them out anyway
+    if calls_left(calls, smalls, nbytes, fl, unit, pieces) * th.PARTLY_RATIO > calls:
+        return False             # a request or two per open or per jump: each is written out alone anyway
     procs = ctx.procs(f, "WRITTEN" if K == "WRITE" else "READ")
     cs = consecutive_share(f, K, procs)
     if K == "READ":
