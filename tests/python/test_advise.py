@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import tomllib
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from sluice.advise import advise, to_json
 from sluice.advise.fix import group_paths
 from sluice.advise.rules import IDS
 from sluice.logfmt import Log, Record
-from sluice.report.model import merge
+from sluice.report.model import Job, merge
+from sluice.report.pattern import LOCAL_FS_TYPES
 
 KIB, MIB, GIB = 1024, 1024 * 1024, 1024 ** 3
 MPIRUN = ["mpirun", "--oversubscribe", "-np", "4"]
@@ -271,6 +273,230 @@ def test_no_auto_line_where_auto_would_not_apply_the_fix(workdir, logdir):
     doc = json.loads(sluice("advise", "--json", str(logdir)).stdout)
     assert doc["findings"][0]["id"] == "many-opens-one-file" and doc["auto"] is None
     assert "--mode auto" not in sluice("advise", str(logdir)).stdout
+
+
+# --------------------------------------------------------------------------
+# a cheap finding never hides a costlier one
+
+
+# 4 processes, each with a file of its own: 20,000 appends of 64 B and 4,000 random preads of 100 B, in
+# 500 opens of the file (40 writes and 8 reads per open).
+PITFALL = """
+import os, random, sys
+
+def member(d, i):
+    rng, path, size = random.Random(i), f"{d}/rank{i}.dat", 0
+    os.close(os.open(path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o644))
+    for _ in range(500):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        for _ in range(40):
+            os.write(fd, b"x" * 64)
+        size += 40 * 64
+        for _ in range(8):
+            os.pread(fd, 100, rng.randrange(size - 100))
+        os.close(fd)
+
+children = []
+for i in (1, 2, 3):
+    pid = os.fork()
+    if pid == 0:
+        member(sys.argv[1], i)
+        os._exit(0)
+    children.append(pid)
+member(sys.argv[1], 0)
+for pid in children:
+    os.waitpid(pid, 0)
+"""
+PITFALL_FINDINGS = {"small-writes", "random-reads", "many-opens-one-file", "file-per-process"}
+
+
+def mount_point(path: Path) -> tuple[str, str]:
+    """(point, type) of the mount holding `path`, from /proc/self/mountinfo, as a log names it."""
+    best = ("", "")
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point, fstype = fields[4], fields[fields.index("-") + 1]
+        if (str(path) + "/").startswith(point.rstrip("/") + "/") and len(point) >= len(best[0]):
+            best = (point, fstype)
+    return best
+
+
+def assert_ranked(fs: list[dict]) -> None:
+    """Most costly first: by severity, then those the counters can prove, then by I/O time."""
+    keys = [(SEVERITY[f["severity"]], f["id"] in ("file-per-process", "large-shared-file", "rank-imbalance"),
+             -f["evidence"]["io_time_s"]) for f in fs if f["id"] != "nothing-to-gain"]
+    assert keys == sorted(keys)
+
+
+def test_a_cheap_finding_never_hides_a_costlier_one(workdir, logdir, tmp_path):
+    """The reopened files carry three findings: the opens (once the only one, at a few % of the I/O time),
+    and the small writes and random reads, which cost more; each is reported, with its own counters, on
+    the sluice logs and on their Darshan export."""
+    script = tmp_path / "pitfall.py"
+    script.write_text(PITFALL)
+    run(logdir, workdir, [sys.executable, str(script), str(workdir)])
+    fs = findings(logdir)
+    assert {f["id"] for f in fs} == PITFALL_FINDINGS
+    assert_ranked(fs)
+    writes, reads, opens = by_id(fs, "small-writes"), by_id(fs, "random-reads"), by_id(fs, "many-opens-one-file")
+    assert writes["evidence"]["counters"]["POSIX_WRITES"] == 80_000
+    assert reads["evidence"]["counters"]["POSIX_READS"] == 16_000
+    assert opens["evidence"]["counters"]["POSIX_OPENS"] == 2_004
+    assert writes["evidence"]["io_time_s"] > opens["evidence"]["io_time_s"]
+    assert [f["paths"] for f in (writes, reads, opens)] == [[str(workdir)]] * 3
+    # buffer mode coalesces the 40 appends of each open: one write per open is left
+    assert "80,000 -> about 2,004" in writes["expected_gain"]["how"]
+    # the gains say the file system they were measured on
+    point, fstype = mount_point(workdir)
+    assert writes["expected_gain"]["file_system"] == {"mount": point, "type": fstype,
+                                                      "local": fstype in LOCAL_FS_TYPES}
+    assert f"measured on {fstype} ({point})" in writes["expected_gain"]["how"]
+    # the whole job's policy takes the mode of the costliest finding
+    assert f"--policy {workdir}=buffer" in sluice("advise", str(logdir)).stdout
+    # the same job from its Darshan export (which numbers the processes as ranks: a straggler among them
+    # is a matter of timing)
+    out = tmp_path / "darshan"
+    sluice("export", "--darshan", str(logdir), "-o", str(out))
+    (app,) = [p for p in out.glob("*.darshan") if not p.name.endswith(".fs.darshan")]
+    theirs = [f for f in findings(app) if f["id"] != "rank-imbalance"]
+    assert {f["id"] for f in theirs} == PITFALL_FINDINGS
+    assert [by_id(theirs, i)["evidence"]["counters"] for i in ("small-writes", "random-reads")] == \
+        [writes["evidence"]["counters"], reads["evidence"]["counters"]]
+
+
+def test_folding_takes_only_from_a_cheaper_finding():
+    """120 small files (stage's case) and a parameter file stat'ed 2,000 times: metadata-heavy over both
+    holds the small files' metadata time too; where the small files cost more it is folded into
+    file-per-process-small-files, where it costs more it stays, whole."""
+    def job(stat_time: float):
+        recs = [rec(f"/lus/run/out.{i:03d}", POSIX_OPENS=2, POSIX_STATS=8, POSIX_WRITES=1, POSIX_BYTES_WRITTEN=4096,
+                    POSIX_SIZE_WRITE_1K_10K=1, POSIX_MAX_BYTE_WRITTEN=4095, POSIX_F_META_TIME=0.01,
+                    POSIX_F_WRITE_TIME=0.001) for i in range(120)]
+        recs.append(rec("/lus/in/params.nml", POSIX_STATS=2000, POSIX_F_META_TIME=stat_time))
+        return to_json(merge("j", [log(7, recs, seconds=5)]))["findings"]
+    assert [f["id"] for f in job(0.1)] == ["file-per-process-small-files"]
+    fs = job(0.5)
+    assert [f["id"] for f in fs] == ["metadata-heavy", "file-per-process-small-files"]
+    # the files holding 95 % of the metadata time: the parameter file and 112 of the small files
+    assert by_id(fs, "metadata-heavy")["evidence"]["files"] == 113
+
+
+def test_rule_table_is_checked_at_import():
+    """One pass of folding settles every overlap only while no folded rule folds another: the table is
+    refused otherwise."""
+    from sluice.advise.rules import RULES, Rule, _validate
+    _validate(RULES)
+    bad = tuple(Rule(r.id, r.check, ("random-reads",) if r.id == "metadata-heavy" else r.folds, r.residual)
+                for r in RULES)
+    with pytest.raises(ValueError, match="metadata-heavy is folded and folds"):
+        _validate(bad)
+
+
+# --------------------------------------------------------------------------
+# the mode the run had
+
+
+def o_sync_writes(w: Path) -> list[str]:
+    return [bin_path("sluice-io"), f"open:{w}/out.dat:w,creat,trunc,sync"] + ["write:8192"] * 2000 + ["close"]
+
+
+@pytest.mark.parametrize("how", ["mode", "policy"])
+def test_a_mode_in_effect_that_did_not_act_is_not_advised_again(how, workdir, logdir):
+    """Small writes to a file opened O_SYNC, under buffer mode (--mode, or --policy naming the
+    directory): buffer mode goes straight through; advise says so, and why, instead of asking for it."""
+    opts = ["--mode", "buffer"] if how == "mode" else ["--policy", f"{workdir}=buffer"]
+    sluice("run", "-q", *opts, "--log-dir", str(logdir), "--path", str(workdir), "--", *o_sync_writes(workdir))
+    f = findings(logdir)[0]
+    assert f["id"] == "small-writes" and f["fix"]["mode"] == "buffer"
+    ev = f["evidence"]
+    assert ev["modes_in_effect"] == ["buffer"] and ev["mode_did_not_act"] == 1 and ev["fix_in_effect"] is False
+    assert ev["fallbacks"] == {"POSIX_FALLBACK_DIRECT": 1} and ev["counters"]["fs_POSIX_WRITES"] == 2000
+    assert ("buffer mode was in effect for these files but did not act: opened with O_DIRECT, O_SYNC or "
+            "O_DSYNC, whose calls must each reach the device (POSIX_FALLBACK_DIRECT: 1)") in ev["text"]
+    assert "policy" not in f["fix"]["settings"] and f["expected_gain"] is None
+    assert f["fix"]["settings"]["hints"][0].startswith("open without O_SYNC")
+    out = sluice("advise", str(logdir)).stdout
+    assert "mode: buffer (in effect, did not act)" in out and "--policy" not in out
+    assert "no mode to add; the modes this run had for the files of small-writes did not act" in out
+
+
+def test_a_mode_given_to_other_files_is_still_advised(workdir, logdir):
+    """--policy naming another directory leaves these files in profile mode: buffer is advised."""
+    other = workdir.parent / "elsewhere"
+    sluice("run", "-q", "--policy", f"{other}=buffer", "--log-dir", str(logdir), "--path", str(workdir), "--",
+           *small_writes(workdir))
+    f = findings(logdir)[0]
+    assert f["id"] == "small-writes" and f["evidence"]["modes_in_effect"] == ["profile"]
+    assert f["evidence"]["mode_did_not_act"] == 0 and f["fix"]["settings"]["policy"] == [f"{workdir}=buffer"]
+
+
+def redirected_dd(mode: str, policy: str | None) -> Job:
+    """`sh -c 'dd bs=8k count=2000 > /lus/run/F'`: dd writes to the descriptor the shell opened, shared
+    with a stream, which buffer mode leaves alone (POSIX_FALLBACK_SHARED)."""
+    c = dict(POSIX_OPENS=1, POSIX_DUPS=1, POSIX_WRITES=2000, POSIX_BYTES_WRITTEN=2000 * 8 * KIB,
+             POSIX_SIZE_WRITE_1K_10K=2000, POSIX_CONSEC_WRITES=1999, POSIX_MAX_BYTE_WRITTEN=2000 * 8 * KIB - 1,
+             POSIX_F_WRITE_TIME=2.41, POSIX_FALLBACKS=1, POSIX_FALLBACK_SHARED=1)
+    lg = log(1, [rec("/lus/run/F", **c)], seconds=3)
+    lg.info["mode"] = mode
+    if policy is not None:
+        lg.info["policy"] = policy
+    return merge("j", [lg])
+
+
+def test_policy_longest_prefix_decides_the_files_mode():
+    """The policy as the library reads it: the longest matching prefix, else the process's mode; a log
+    without the key is its mode alone."""
+    for mode, policy, had in [("buffer", None, True), ("profile", "/lus=buffer", True),
+                              ("profile", "/lus=buffer,/lus/run=stage", False), ("buffer", "/lus/run=profile", False),
+                              ("profile", "/lus/ru=buffer", False), ("profile", "run=buffer", False)]:
+        f = by_id(to_json(redirected_dd(mode, policy))["findings"], "small-writes")
+        assert (f["evidence"]["mode_did_not_act"] == 1) is had, (mode, policy)
+        assert ("policy" in f["fix"]["settings"]) is not had
+
+
+def test_redirected_output_under_buffer_mode_says_why():
+    """dd under --mode buffer: once advised `--policy /lus/run=buffer`, "expected gain up to 2.41 s", the
+    mode already in effect; now the reason it did not act and what to change."""
+    f = by_id(to_json(redirected_dd("buffer", ""))["findings"], "small-writes")
+    assert "policy" not in f["fix"]["settings"] and f["expected_gain"] is None
+    assert f["evidence"]["fallbacks"] == {"POSIX_FALLBACK_SHARED": 1}
+    assert "a descriptor shared with a forked process or a stdio stream goes straight through" in \
+        f["evidence"]["text"]
+    assert f["fix"]["settings"]["hints"][0].startswith("let the program open the file itself (dd of=FILE")
+
+
+def test_gain_names_a_parallel_file_system():
+    """Measured on Lustre: the gain holds there, and says so."""
+    lg = redirected_dd("profile", None).logs[0]
+    lg.info["mounts"] = "ext4\t/\nlustre\t/lus\n"
+    f = by_id(to_json(merge("j", [lg]))["findings"], "small-writes")
+    g = f["expected_gain"]
+    assert g["file_system"] == {"mount": "/lus", "type": "lustre", "local": False}
+    assert g["how"].endswith("; measured on lustre (/lus), where the files are")
+    assert g["per_call_s"] == pytest.approx(2.41 / 2000)
+
+
+# --------------------------------------------------------------------------
+# nothing-to-gain only where no mode cuts the calls
+
+
+def test_few_small_writes_are_not_nothing_to_gain(workdir, logdir, tmp_path):
+    """300 appends of 512 B: fewer than Drishti's 1,000, cheap on a local disk; buffer mode still cuts them
+    to one write, and applying the advised policy does."""
+    prog = [bin_path("sluice-io"), f"creat:{workdir}/log.txt"] + ["write:512"] * 300 + ["close"]
+    run(logdir, workdir, prog)
+    fs = findings(logdir)
+    assert [f["id"] for f in fs] == ["few-small-requests"]
+    f = fs[0]
+    assert f["fix"]["settings"]["policy"] == [f"{workdir}=buffer"]
+    assert f["evidence"]["counters"]["small_writes"] == 300 and f["evidence"]["counters"]["calls_left"] == 1
+    assert "299 read and write calls saved (300 -> about 1" in f["expected_gain"]["how"]
+    again = tmp_path / "again"
+    sluice("run", "-q", "--policy", f"{workdir}=buffer", "--log-dir", str(again), "--path", str(workdir), "--",
+           *prog)
+    f = findings(again)[0]
+    assert f["id"] == "few-small-requests" and f["evidence"]["fix_in_effect"] is True
+    assert f["evidence"]["counters"]["fs_calls"] == 1 and "policy" not in f["fix"]["settings"]
 
 
 def test_text_output(workdir, logdir):
