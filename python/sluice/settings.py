@@ -19,7 +19,6 @@ here rather than a default silently used in every process.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +100,8 @@ class RunSettings:
 
 def load_config(path: str | Path) -> RunSettings:
     """Settings from a TOML file; every problem is one UserError line."""
+    import tomllib   # here: most runs have no file, and `sluice run` starts before the program
+
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text())

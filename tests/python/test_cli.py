@@ -199,3 +199,106 @@ def test_demo_runs_and_reports(tmp_path):
     assert r["app"]["STDIO_OPENS"] == 4 + 1
     assert r["app"]["POSIX_UNLINKS"] == 3 * 11
     assert r["app"]["STDIO_WRITES"] == 4 * 50 + 5
+
+
+# ---------------------------------------------------------------- what a new user meets
+
+def test_a_flag_says_what_it_does_not_which_value_means_what():
+    # the help of a boolean setting given as a flag, which takes no value
+    text = " ".join(sluice("run", "--help").stdout.split())
+    assert ("--include-mpi-runtime also record the MPI runtime's own files (Open MPI's session directory, PMIx's "
+            "server directory, $HOME/.openmpi and $HOME/.pmix: shared-memory segments, locks, parameter files) "
+            "(without it: leave them out, they are not the program's)") in text
+    assert "--detach stage mode: exit without waiting for publishing (`sluice drain` finishes it) --" in text
+    assert "1: " not in text
+
+
+def test_top_level_help_says_what_sluice_does_now():
+    out = sluice("--help").stdout
+    assert "soon" not in out
+    assert "see what it does to the file system, and cut it" in " ".join(out.split())
+
+
+def test_run_names_what_reads_its_logs_next(workdir, tmp_path):
+    cp = sluice("run", "--log-dir", "logs", "--", bin_path("sluice-io"), f"creat:{workdir}/f", cwd=tmp_path)
+    lines = cp.stderr.splitlines()
+    assert lines[-2].startswith("sluice: job ") and lines[-2].endswith(": 1 log in logs/")
+    assert lines[-1] == "sluice: next: sluice advise logs   (the whole profile: sluice report logs)"
+    assert sluice("run", "-q", "--log-dir", "logs", "--", "true", cwd=tmp_path).stderr == ""
+
+
+def test_demo_names_what_reads_its_logs_next(tmp_path):
+    cp = sluice("demo", "--dir", "demo", "--steps", "1", cwd=tmp_path)
+    assert cp.stderr.splitlines()[-1] == ("sluice: next: sluice advise demo/logs   "
+                                          "(the whole profile: sluice report demo/logs)")
+
+
+def _report_lines(logdir: Path, columns: str | None) -> list[str]:
+    env = python_env()
+    env.pop("COLUMNS", None)
+    if columns:
+        env["COLUMNS"] = columns
+    cp = subprocess.run([sys.executable, "-m", "sluice", "report", str(logdir)], env=env, text=True,
+                        capture_output=True, check=True)
+    return cp.stdout.splitlines()
+
+
+def test_report_tables_do_not_wrap_in_a_batch_log(workdir, logdir):
+    long_dir = workdir / ("a-rather-long-directory-name-of-a-simulation-campaign-" * 2).rstrip("-")
+    long_dir.mkdir()
+    f = long_dir / "temperature_field_step_000123_rank_0007.nc"
+    sluice("run", "--log-dir", str(logdir), "--", bin_path("sluice-io"), f"creat:{f}", "write:100", "close")
+    assert len(str(f)) > 160
+    # stdout a pipe, no COLUMNS: every table row that names the file names it whole
+    lines = [line for line in _report_lines(logdir, None) if not line.startswith("  command: ")]
+    rows = [line for line in lines if f.name in line]
+    assert rows and all(str(f) in line for line in rows)
+    # COLUMNS asks for 100: the tables fit, the path folded in them
+    lines = [line for line in _report_lines(logdir, "100") if not line.startswith("  command: ")]
+    assert not any(str(f) in line for line in lines) and max(len(line) for line in lines) <= 100
+
+
+def test_export_into_a_closed_pipe_ends_quietly(workdir, logdir, tmp_path):
+    sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--", bin_path("sluice-io"),
+           f"creat:{workdir}/f", "write:100", "close")
+    p = subprocess.Popen([sys.executable, "-m", "sluice", "export", "--csv", str(logdir), "-o", str(tmp_path / "out")],
+                         env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout.close()   # the reader is gone before the first line (`| head -0`)
+    err = p.stderr.read()
+    assert p.wait() == 128 + 13 and err == ""   # SIGPIPE's status, and no word about the directory
+    assert (tmp_path / "out" / "POSIX.csv").is_file()
+
+
+def _stage_tier(tmp_path: Path) -> Path:
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
+    return base / f"sluice-test-tier-{os.getpid()}-{tmp_path.name}"
+
+
+@pytest.fixture
+def stage_tier(tmp_path):
+    t = _stage_tier(tmp_path)
+    yield t
+    subprocess.run(["rm", "-rf", str(t)])
+
+
+def test_run_names_the_files_a_killed_program_left_staged(workdir, logdir, stage_tier):
+    script = f"cd {workdir} && for i in 1 2 3 4 5; do echo n$i > f$i; done; kill -9 $$"
+    cp = sluice("run", "--mode", "stage", "--tier", str(stage_tier), "--stage-delay", "60000", "--log-dir",
+                str(logdir), "--path", str(workdir), "--", "sh", "-c", script, check=False)
+    assert cp.returncode == 128 + 9
+    assert cp.stderr.splitlines()[-2:] == [
+        f"sluice: 5 files the program wrote are still on the tier {stage_tier}, not published when its process "
+        f"ended: {workdir}/f1, {workdir}/f2, {workdir}/f3 and 2 more",
+        f"sluice: sluice recover {stage_tier} publishes them"]
+    assert not (workdir / "f1").exists()
+    sluice("recover", str(stage_tier))
+    assert [(workdir / f"f{i}").read_text() for i in range(1, 6)] == [f"n{i}\n" for i in range(1, 6)]
+
+
+def test_run_exits_75_when_a_child_left_a_file_staged(workdir, logdir, stage_tier):
+    # the program succeeds, but a process of it was killed before publishing
+    script = f"sh -c 'echo x > {workdir}/f; kill -9 $$'; true"
+    cp = sluice("run", "--mode", "stage", "--tier", str(stage_tier), "--stage-delay", "60000", "--log-dir",
+                str(logdir), "--path", str(workdir), "--", "sh", "-c", script, check=False)
+    assert cp.returncode == 75
+    assert cp.stderr.splitlines()[-1] == f"sluice: sluice recover {stage_tier} publishes it; exit status 75"

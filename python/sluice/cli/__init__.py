@@ -2,7 +2,9 @@
 
 Each verb lives in its own module and exposes a click command named
 ``command``. Verbs are registered here, explicitly, in workflow order.
-A :class:`sluice.errors.UserError` becomes one line on stderr and exit 1.
+A :class:`sluice.errors.UserError` becomes one line on stderr and exit 1;
+a reader that stops reading (``sluice export ... | head``) ends the verb
+quietly, with the status of a process that SIGPIPE ended.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 import click
 
 from sluice import __version__
+from sluice.cli.output import reader_gone
 from sluice.errors import UserError
 
 # Workflow order: what a user does first comes first in --help.
@@ -36,11 +39,17 @@ class _Group(click.Group):
             raise
         return module.command
 
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            reader_gone()
+
 
 @click.command(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sluice")
 def cli() -> None:
-    """sluice: run a program unchanged and see (and soon cut) what it does to the file system."""
+    """sluice: run a program unchanged, see what it does to the file system, and cut it (buffer, stage and acb modes)."""
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from sluice.cli.output import next_steps, text_width
 from sluice.cli.run import run
 from sluice.errors import UserError
 from sluice.paths import native
@@ -47,4 +48,5 @@ def command(workdir: Path, steps: int, html: Path | None, mode: str) -> None:
         from sluice.report.html import write_html
 
         write_html(job, html)
-    click.echo(render(job), nl=False)
+    click.echo(render(job, width=text_width()), nl=False)
+    click.echo(next_steps(str(logs)), err=True)

@@ -54,5 +54,7 @@ def command(as_darshan: bool, as_csv: bool, as_parquet: bool, out_dir: Path, job
 
             for p in write_tables(job_id, job_logs, out_dir, fmt):
                 click.echo(str(p))
+    except BrokenPipeError:
+        raise   # stdout's reader is gone, not the directory (the group ends the verb quietly)
     except OSError as e:
         raise UserError(f"cannot write into {out_dir}: {e.strerror or e}") from None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from sluice.cli.output import text_width
 from sluice.errors import UserError
 from sluice.report.model import load_job, process_rows, task_rows
 from sluice.report.text import render, render_tasks
@@ -44,8 +45,9 @@ def command(as_json: bool, html: Path | None, job: str | None, top: int, per_pro
             extra["per_process"] = process_rows(j)
         j.write_json(click.get_text_stream("stdout"), extra)
     else:
-        click.echo(render(j, top=top), nl=False)
+        width = text_width()
+        click.echo(render(j, top=top, width=width), nl=False)
         if by_task:
-            click.echo(render_tasks(tasks), nl=False)
+            click.echo(render_tasks(tasks, width=width), nl=False)
         if html is not None:
             click.echo(f"HTML report: {html}")
