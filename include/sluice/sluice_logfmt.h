@@ -60,13 +60,16 @@ enum sluice_log_region_type {
  *   u64 pid, u64 ppid, i64 rank (-1: not MPI), i64 nprocs (-1),
  *   u64 start_unix_ns, u64 end_unix_ns, u64 start_mono_ns, u32 end_reason, u32 nstrings
  *   then nstrings × { u16 key_len, key, u32 value_len, value }
- * keys: job_id, host, exe, cmdline, mode, paths, version
+ * keys: job_id, host, exe, cmdline, mode, paths, version, policy (the
+ * SLUICE_POLICY rules in effect), uid (decimal), and, after a fatal signal,
+ * signal (its name: "SIGSEGV", ...)
  */
 enum sluice_log_end_reason {
     SLUICE_END_EXIT = 1,     /* normal exit (destructor) */
     SLUICE_END_SIGNAL = 2,   /* SIGTERM */
     SLUICE_END_EXIT_NOW = 3, /* _exit / _Exit */
     SLUICE_END_EXEC = 4,     /* exec replaced the process image */
+    SLUICE_END_FATAL = 5,    /* a fatal signal (SIGSEGV, SIGABRT, ...): key "signal" names it */
 };
 
 /* DEFLATE region (2.0): u32 type of the region it holds (never DEFLATE),

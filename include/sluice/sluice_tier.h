@@ -125,6 +125,13 @@ enum sluice_tier_control_op {
      * (sluice_file_descriptors_follow) and goes straight through. Before
      * the quiesce of the end. arg: NULL. */
     SLUICE_CTL_EXEC = 5,
+    /* A question, no action: does f->fd name a copy of the file's bytes
+     * that lives on this node (a tier's data file) rather than the file on
+     * the file system? 1: yes. A tier that does not hold the file passes
+     * the question down; the bottom tier's -ENOTTY means no. Asked when the
+     * C library wrote or read a stream's descriptor, to know whether the
+     * file system saw it. arg: NULL. */
+    SLUICE_CTL_NODE_LOCAL = 6,
 };
 
 struct sluice_tier_ops {

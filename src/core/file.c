@@ -12,9 +12,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/arena.h"
 #include "common/pathnorm.h"
@@ -26,6 +28,7 @@
 #include "core/policy.h"
 #include "core/stack.h"
 #include "layout/layout.h"
+#include "sys/guard.h"
 #include "sys/privfd.h"
 #include "sys/userptr.h"
 #include "sys/real.h"
@@ -166,11 +169,78 @@ static void fd_install(int fd, struct sluice_file *f)
         fd_slot_stale(fd, old);   /* closed behind our back (a raw syscall) */
 }
 
+/* Descriptor numbers already looked at by sluice_fd_get_adopt and found
+ * not to name a recorded file; a number the kernel hands out anew is
+ * looked at again. */
+#define ADOPT_FDS 65536
+static _Atomic uint64_t adopt_checked[ADOPT_FDS / 64];
+
+static void adopt_recheck(int fd)
+{
+    if ((unsigned)fd < ADOPT_FDS)
+        atomic_fetch_and(&adopt_checked[fd / 64], ~(UINT64_C(1) << (fd % 64)));
+}
+
 void sluice_fd_forget(int fd)
 {
     struct sluice_file *f = fd_take(fd);
     if (f)
         fd_slot_stale(fd, f);
+    adopt_recheck(fd);
+}
+
+/* A regular file behind fd that the process did not open itself (it
+ * inherited it: a shell's `> F`; or a parent's descriptor): recorded from
+ * now on, as the path it names, through the pass-through stack. */
+static struct sluice_file *fd_adopt(int fd)
+{
+    char link[64], path[PATH_MAX], abs[PATH_MAX];
+    struct sluice_record *rec;
+    struct sluice_file *f;
+    struct stat st;
+    ssize_t n;
+    int flags;
+
+    if (SLUICE_REAL(fstat)(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (flags = SLUICE_REAL(fcntl)(fd, F_GETFL)) < 0)
+        return NULL;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    if ((n = readlink(link, path, sizeof path - 1)) <= 0 || path[0] != '/')
+        return NULL;
+    path[n] = '\0';
+    if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
+        return NULL;
+    if (sluice_policy_skip_fast(path) || (rec = sluice_path_record(AT_FDCWD, path, abs)) == NULL)
+        return NULL;
+    if ((f = file_alloc()) == NULL || sluice_stack_build(f, SLUICE_MODE_PROFILE) != 0) {
+        if (f)
+            sluice_file_put(f);
+        return NULL;
+    }
+    off_t pos = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
+    f->rec = rec;
+    f->flags = flags;
+    atomic_store(&f->pos, pos >= 0 ? (int64_t)pos : 0);
+    f->fork_gen = sluice_fork_gen;
+    f->fd = fd;
+    atomic_fetch_add(&rec->open_files, 1);
+    sluice_layout_observe(rec, fd);
+    fd_install(fd, f);   /* the table's reference; the caller gets ours */
+    return f;
+}
+
+struct sluice_file *sluice_fd_get_adopt(int fd)
+{
+    struct sluice_file *f = sluice_fd_get(fd);
+    uint64_t bit = UINT64_C(1) << ((unsigned)fd % 64);
+
+    if (f || (unsigned)fd >= ADOPT_FDS || (unsigned)fd >= (unsigned)fd_table_size ||
+        (atomic_load_explicit(&adopt_checked[fd / 64], memory_order_relaxed) & bit))
+        return f;
+    atomic_fetch_or(&adopt_checked[fd / 64], bit);
+    if (sluice_in_vfork_child())
+        return NULL;
+    return fd_adopt(fd);
 }
 
 /* Profile mode everywhere: the kernel opens first (and is the one to read
@@ -279,7 +349,20 @@ enum sluice_mode sluice_file_mode(enum sluice_mode mode, const struct sluice_rec
     return mode;
 }
 
+static int file_open(int dirfd, const char *path, int flags, mode_t mode, unsigned hidden);
+
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return file_open(dirfd, path, flags, mode, 0);
+}
+
+int sluice_file_open_for_stream(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return file_open(dirfd, path, flags, mode, SLUICE_SIDES_APP);
+}
+
+/* hidden: the sides its open and last close are not counted on. */
+static int file_open(int dirfd, const char *path, int flags, mode_t mode, unsigned hidden)
 {
     char abs[PATH_MAX];
     struct sluice_file *f = NULL;
@@ -312,7 +395,8 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         return fd;
     }
     f->rec = rec;
-    if (f->sides != SLUICE_SIDES_BOTH)
+    f->open_sides = f->sides & ~hidden;
+    if (f->sides != SLUICE_SIDES_BOTH || hidden)
         sluice_record_split_sides(rec);
     f->flags = flags;
     atomic_store(&f->pos, 0);
@@ -323,7 +407,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
     fd = sluice_tier_open(f, 0, dirfd, path, flags, mode);
     t1 = sluice_now();
     if (fd < 0) {
-        sluice_count_error(rec, f->sides);
+        sluice_count_error(rec, f->open_sides);
         sluice_file_put(f);
         return fd;
     }
@@ -331,7 +415,7 @@ int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode)
         sluice_count_meta(rec, SLUICE_SIDES_BOTH, POSIX_AUTO_LOCAL, t1, t1);
     f->fd = fd;
     atomic_fetch_add(&rec->open_files, 1);
-    sluice_count_open(rec, f->sides, t0, t1);
+    sluice_count_open(rec, f->open_sides, t0, t1);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
     fd_under_std_stream(fd, f);
@@ -570,8 +654,10 @@ int sluice_fd_close(int fd)
     uint64_t t0, t1;
     int rc;
 
-    if (!f)
+    if (!f) {
+        adopt_recheck(fd);
         return SLUICE_REAL(close)(fd) < 0 ? -errno : 0;
+    }
     if (f->fd < 0)
         f->fd = fd;
     t0 = sluice_now();
@@ -663,8 +749,10 @@ void sluice_fd_replaced(int fd)
         if (f->fd != fd)
             (void)sluice_tier_close(f, 0);   /* the last name was a private copy */
         /* else the kernel closed the description's last descriptor itself */
+        sluice_count_close(f->rec, f->open_sides, t, t);
+    } else {
+        sluice_count_close(f->rec, f->sides, t, t);
     }
-    sluice_count_close(f->rec, f->sides, t, t);
     sluice_file_put(f);
 }
 

@@ -42,6 +42,9 @@ struct sluice_file {
     int owns_pos;                    /* a tier keeps the position (SLUICE_TIER_OWNS_POSITION) */
     int depth;                       /* tiers in the stack */
     int mode;                        /* enum sluice_mode the stack was built for */
+    unsigned open_sides;             /* where its open and last close count: not the app side when
+                                        it was opened for a stream (fopen through the stack: the
+                                        program called fopen and fclose, counted by the STDIO module) */
     atomic_uint each_seen;           /* sluice_files_each's pass that reached it */
     const struct sluice_tier_ops *tier[SLUICE_MAX_TIERS]; /* top first */
     void *tier_state[SLUICE_MAX_TIERS]; /* file_state bytes per tier */
@@ -58,6 +61,11 @@ int sluice_files_init(void);
 
 /* The description behind fd with a reference held, or NULL (not ours). */
 struct sluice_file *sluice_fd_get(int fd);
+
+/* The same, and at the first use of a descriptor number the process did
+ * not open through us (inherited: a shell's redirection), the regular
+ * file it names is recorded from then on, in profile mode's stack. */
+struct sluice_file *sluice_fd_get_adopt(int fd);
 void sluice_file_put(struct sluice_file *f);
 
 /* Forget whatever the table holds for fd: the kernel handed the number out
@@ -79,6 +87,11 @@ enum sluice_mode sluice_file_mode(enum sluice_mode mode, const struct sluice_rec
 
 /* Open (dirfd, path) when the policy records it, else plain openat. */
 int sluice_file_open(int dirfd, const char *path, int flags, mode_t mode);
+
+/* The same for fopen's open through the stack: the program's call is the
+ * stream's (STDIO_OPENS); the POSIX record counts only what the file
+ * system saw of this open and of the description's last close. */
+int sluice_file_open_for_stream(int dirfd, const char *path, int flags, mode_t mode);
 
 ssize_t sluice_file_read(struct sluice_file *f, int fd, void *buf, size_t n, off_t off);
 ssize_t sluice_file_write(struct sluice_file *f, int fd, const void *buf, size_t n, off_t off);

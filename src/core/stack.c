@@ -147,6 +147,7 @@ int sluice_stack_build(struct sluice_file *f, enum sluice_mode mode)
     /* Nothing between the application and the file system: both sides see
      * the same calls, so the core counts both at once. */
     f->sides = f->depth == 1 ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP;
+    f->open_sides = f->sides;
     return 0;
 }
 

@@ -64,6 +64,7 @@ void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos, void *b
     s->buf = buf;
     s->buf_size = buf_size;
     atomic_store(&s->pos, pos);
+    atomic_store(&s->kernel_pos, pos);
     pthread_mutex_lock(&shards[i].lock);
     s->next = shards[i].head;
     shards[i].head = s;

@@ -17,6 +17,7 @@ struct sluice_stream {
     FILE *fp;                        /* the stream; NULL while on the free list */
     struct sluice_record *rec;       /* its STDIO record */
     _Atomic int64_t pos;             /* position the counters track; -1: unknown */
+    _Atomic int64_t kernel_pos;      /* the descriptor's position as the fs side tracks it; -1: unknown */
     void *buf;                       /* buffer mode: the stream buffer we gave glibc (freed after fclose) */
     size_t buf_size;
     struct sluice_stream *next;      /* hash chain or free list */

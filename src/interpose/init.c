@@ -203,7 +203,9 @@ int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long
      * still be recorded, and descriptors the next program image (or a late
      * destructor) inherits point where the application left them. */
     sluice__guard++;
-    (void)sluice_stack_quiesce(SLUICE_QUIESCE_END | (end_reason == SLUICE_END_SIGNAL ? SLUICE_QUIESCE_SIGNAL : 0));
+    (void)sluice_stack_quiesce(SLUICE_QUIESCE_END |
+                               (end_reason == SLUICE_END_SIGNAL || end_reason == SLUICE_END_FATAL ? SLUICE_QUIESCE_SIGNAL
+                                                                                                  : 0));
     sluice__guard--;
     if (!__atomic_compare_exchange_n(&sluice__state, &expected, SLUICE_STATE_FINISHED, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -230,16 +232,46 @@ static void on_sigterm(int sig)
     raise(sig);
 }
 
-static void install_sigterm(void)
+/* A crash (SIGSEGV, SIGABRT, ...): the log is written from the handler and
+ * the signal raised again with its default action, so the process still
+ * dies of it (core dump and wait status as plain). A crash inside sluice's
+ * own code (the guard is up) writes nothing: its state may be what broke. */
+static void on_fatal_signal(int sig)
+{
+    int saved = errno;
+    struct sigaction dfl = {0};
+
+    if (sluice__guard == 0) {
+        sluice_proc.fatal_signal = sig;
+        sluice_finish(SLUICE_END_FATAL, SLUICE_LOG_F_SIGNAL, NULL, 0);
+    }
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    errno = saved;
+    raise(sig);   /* blocked until the handler returns; a fault re-runs its instruction and faults again */
+}
+
+/* Catch sig with handler unless the program (or its launcher) has its own
+ * plan for it. */
+static void install_end_handler(int sig, void (*handler)(int), int flags)
 {
     struct sigaction old, sa = {0};
 
-    if (sigaction(SIGTERM, NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
-        return;   /* the program (or its launcher) has its own plan for SIGTERM */
-    sa.sa_handler = on_sigterm;
+    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+        return;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_flags = flags;
+    sigaction(sig, &sa, NULL);
+}
+
+static void install_end_handlers(void)
+{
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+    install_end_handler(SIGTERM, on_sigterm, SA_RESTART);
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        install_end_handler(fatal[i], on_fatal_signal, SA_RESTART);
 }
 
 /* `sluice run -- mpirun ...`: the launcher and its daemons carry the
@@ -292,7 +324,7 @@ __attribute__((constructor(101))) static void sluice_load(void)
     (void)sluice_policy_init_modes(sluice_cfg.mode, sluice_cfg.policy);
     sluice_stack_init(sluice_cfg.tiers, sluice_cfg.allow_test_tiers);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-    install_sigterm();
+    install_end_handlers();
     __atomic_store_n(&sluice__state, SLUICE_STATE_ACTIVE, __ATOMIC_RELEASE);
 }
 

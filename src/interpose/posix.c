@@ -5,6 +5,7 @@
  * its return in one place (sluice_ret_*). Symbols: wrappers.def.
  */
 #include <aio.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -138,7 +139,7 @@ SLUICE_EXPORT int close(int fd)
         struct sluice_file *f_;                            \
         int saved_ = errno;                                \
         ssize_t rc_;                                       \
-        if (!sluice_active() || !(f_ = sluice_fd_get(fd))) \
+        if (!sluice_active() || !(f_ = sluice_fd_get_adopt(fd))) \
             return realcall;                               \
         struct sluice_file *f = f_;                        \
         sluice__guard++;                                   \
@@ -1048,11 +1049,43 @@ SLUICE_EXPORT int fremovexattr(int fd, const char *name)
 
 /* ---- POSIX AIO (Open MPI's OMPIO uses it for non-blocking I/O) ---- */
 
+/* Requests in flight on recorded files, until aio_return tells how many
+ * bytes each moved: which kind, where, and when submitted. Darshan counts
+ * an AIO transfer as a read or write at aio_return; so does sluice (both
+ * sides: the C library's AIO threads made the system call the program
+ * asked for). A request past the table's size is counted as a request
+ * only. */
+#define AIO_SLOTS 256
+static struct aio_pending {
+    const void *cb;
+    int fd, write;
+    int64_t off;
+    uint64_t t0;
+} aio_pending[AIO_SLOTS];
+static pthread_mutex_t aio_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void aio_remember(const void *cb, int fd, int write, int64_t off)
+{
+    pthread_mutex_lock(&aio_lock);
+    struct aio_pending *free_slot = NULL;
+    for (int i = 0; i < AIO_SLOTS; i++) {
+        if (aio_pending[i].cb == cb) {   /* a control block used again */
+            free_slot = &aio_pending[i];
+            break;
+        }
+        if (!aio_pending[i].cb && !free_slot)
+            free_slot = &aio_pending[i];
+    }
+    if (free_slot)
+        *free_slot = (struct aio_pending){.cb = cb, .fd = fd, .write = write, .off = off, .t0 = sluice_now()};
+    pthread_mutex_unlock(&aio_lock);
+}
+
 /* An AIO request on a recorded file: the kernel (or the C library's AIO
  * threads) reads or writes it later, where no tier sees it, so a tier
  * holding the file's bytes steps aside first, as for kernel copies; the
- * request is counted. */
-static void aio_submitted(int fd, int counter)
+ * request is counted, and its bytes at aio_return. */
+static void aio_submitted(const void *cb, int fd, int counter, int64_t off)
 {
     int saved = errno;
     struct sluice_file *f;
@@ -1064,35 +1097,76 @@ static void aio_submitted(int fd, int counter)
         uint64_t t = sluice_now();
         sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, counter, t, t);
         sluice_file_put(f);
+        aio_remember(cb, fd, counter == POSIX_AIO_WRITES, off);
     }
     errno = saved;
+}
+
+/* aio_return(cb) gave rc: the request's transfer, counted. */
+static void aio_returned(const void *cb, ssize_t rc)
+{
+    struct aio_pending p = {0};
+    struct sluice_file *f;
+    int saved = errno;
+
+    if (!sluice_active())
+        return;
+    pthread_mutex_lock(&aio_lock);
+    for (int i = 0; i < AIO_SLOTS; i++)
+        if (aio_pending[i].cb == cb) {
+            p = aio_pending[i];
+            aio_pending[i].cb = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&aio_lock);
+    if (!p.cb || rc < 0 || (f = sluice_fd_get(p.fd)) == NULL) {
+        errno = saved;
+        return;
+    }
+    sluice_count_rw(f->rec, SLUICE_SIDES_BOTH, p.write ? SLUICE_WRITE : SLUICE_READ, p.off, rc, p.t0, sluice_now());
+    sluice_file_put(f);
+    errno = saved;
+}
+
+SLUICE_EXPORT ssize_t aio_return(struct aiocb *cb)
+{
+    ssize_t rc = SLUICE_REAL(aio_return)(cb);
+    aio_returned(cb, rc);
+    return rc;
+}
+
+SLUICE_EXPORT ssize_t aio_return64(struct aiocb64 *cb)
+{
+    ssize_t rc = SLUICE_REAL(aio_return64)(cb);
+    aio_returned(cb, rc);
+    return rc;
 }
 
 SLUICE_EXPORT int aio_read(struct aiocb *cb)
 {
     if (cb)
-        aio_submitted(cb->aio_fildes, POSIX_AIO_READS);
+        aio_submitted(cb, cb->aio_fildes, POSIX_AIO_READS, (int64_t)cb->aio_offset);
     return SLUICE_REAL(aio_read)(cb);
 }
 
 SLUICE_EXPORT int aio_read64(struct aiocb64 *cb)
 {
     if (cb)
-        aio_submitted(cb->aio_fildes, POSIX_AIO_READS);
+        aio_submitted(cb, cb->aio_fildes, POSIX_AIO_READS, (int64_t)cb->aio_offset);
     return SLUICE_REAL(aio_read64)(cb);
 }
 
 SLUICE_EXPORT int aio_write(struct aiocb *cb)
 {
     if (cb)
-        aio_submitted(cb->aio_fildes, POSIX_AIO_WRITES);
+        aio_submitted(cb, cb->aio_fildes, POSIX_AIO_WRITES, (int64_t)cb->aio_offset);
     return SLUICE_REAL(aio_write)(cb);
 }
 
 SLUICE_EXPORT int aio_write64(struct aiocb64 *cb)
 {
     if (cb)
-        aio_submitted(cb->aio_fildes, POSIX_AIO_WRITES);
+        aio_submitted(cb, cb->aio_fildes, POSIX_AIO_WRITES, (int64_t)cb->aio_offset);
     return SLUICE_REAL(aio_write64)(cb);
 }
 
@@ -1100,14 +1174,14 @@ SLUICE_EXPORT int aio_write64(struct aiocb64 *cb)
 SLUICE_EXPORT int aio_fsync(int op, struct aiocb *cb)
 {
     if (cb)
-        aio_submitted(cb->aio_fildes, -1);
+        aio_submitted(cb, cb->aio_fildes, -1, -1);
     return SLUICE_REAL(aio_fsync)(op, cb);
 }
 
 SLUICE_EXPORT int aio_fsync64(int op, struct aiocb64 *cb)
 {
     if (cb)
-        aio_submitted(cb->aio_fildes, -1);
+        aio_submitted(cb, cb->aio_fildes, -1, -1);
     return SLUICE_REAL(aio_fsync64)(op, cb);
 }
 
@@ -1115,7 +1189,8 @@ SLUICE_EXPORT int lio_listio(int mode, struct aiocb *const list[], int n, struct
 {
     for (int i = 0; list && i < n; i++)
         if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
-            aio_submitted(list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_READ ? POSIX_AIO_READS : POSIX_AIO_WRITES);
+            aio_submitted(list[i], list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_READ ? POSIX_AIO_READS : POSIX_AIO_WRITES,
+                          (int64_t)list[i]->aio_offset);
     return SLUICE_REAL(lio_listio)(mode, list, n, sev);
 }
 
@@ -1123,7 +1198,8 @@ SLUICE_EXPORT int lio_listio64(int mode, struct aiocb64 *const list[], int n, st
 {
     for (int i = 0; list && i < n; i++)
         if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
-            aio_submitted(list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_READ ? POSIX_AIO_READS : POSIX_AIO_WRITES);
+            aio_submitted(list[i], list[i]->aio_fildes, list[i]->aio_lio_opcode == LIO_READ ? POSIX_AIO_READS : POSIX_AIO_WRITES,
+                          (int64_t)list[i]->aio_offset);
     return SLUICE_REAL(lio_listio64)(mode, list, n, sev);
 }
 

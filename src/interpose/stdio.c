@@ -2,7 +2,8 @@
  * stdio wrappers (the STDIO module). A stream is recorded when fopen,
  * fdopen or freopen opens a recorded path; its position is tracked from the
  * bytes each call moved and from ftell after seeks, so MAX_BYTE counters
- * need no system call. fprintf and fscanf forward to the v* functions, the
+ * need no system call. The app side counts the stdio calls; the fs side,
+ * the system calls the C library made for them (stdio_kernel.h). fprintf and fscanf forward to the v* functions, the
  * only way to pass on a variable argument list.
  */
 /* glibc's C99 headers redirect fscanf to __isoc99_fscanf; both symbols are
@@ -29,6 +30,7 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 #include "core/stack.h"
 #include "core/stream.h"
 #include "interpose/interpose.h"
+#include "interpose/stdio_kernel.h"
 #include "sys/userptr.h"
 
 /* Optimised builds define some of these as macros; we define the functions. */
@@ -54,6 +56,8 @@ static struct sluice_record *stream_path_record(const char *path, enum sluice_mo
         return NULL;
     struct sluice_record *rec = sluice_record_get(SLUICE_MOD_STDIO, abs);
     *mode = sluice_file_mode(sluice_policy_mode(abs), rec);
+    if (rec)
+        sluice_record_split_sides(rec);   /* the fs side is the kernel's (stdio_kernel.h) */
     return rec;
 }
 
@@ -103,6 +107,23 @@ static void stream_fd_fresh(FILE *fp)
 
 static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out);
 
+/* A stream opened on rec: the program's open, and the kernel's where the
+ * stream's descriptor is the file on the file system (not a tier's copy);
+ * an "a" stream's seek to the end too. */
+static void stream_opened(struct sluice_record *rec, FILE *fp, const char *mode, void *buf, size_t size,
+                          uint64_t t0, uint64_t t1)
+{
+    struct sluice_stream *s;
+    struct stream_snap none = {.fd = fileno(fp), .offset = -1};
+
+    sluice_count_open(rec, SLUICE_SIDES_APP, t0, t1);
+    if (stream_reaches_fs(fileno(fp)))
+        sluice_count_open(rec, SLUICE_SIDES_FS, t0, t1);
+    sluice_stream_add(fp, rec, stream_start_pos(fp, mode), buf, size);
+    if ((s = sluice_stream_get(fp)) != NULL)
+        stream_kernel_count(s, fp, &none, 0, 0, STREAM_K_OPEN, t0, t1);
+}
+
 static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
 {
     struct sluice_record *rec;
@@ -132,9 +153,9 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
             size_t size = 0;
+            uint64_t t1 = sluice_now();
             void *buf = stream_enlarge_buffer(fp, io_mode, &size);
-            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
-            sluice_stream_add(fp, rec, stream_start_pos(fp, mode), buf, size);
+            stream_opened(rec, fp, mode, buf, size, t0, t1);
         }
     }
     sluice__guard--;
@@ -167,13 +188,19 @@ static FILE *stream_of_file(struct sluice_file *f, int fd, const char *mode)
         (void)sluice_tier_control(f, 0, SLUICE_CTL_FALLBACK, &reason);
     }
     rec = sluice_record_get(SLUICE_MOD_STDIO, f->rec->path);
+    if (rec)
+        sluice_record_split_sides(rec);
     t0 = sluice_now();
     fp = SLUICE_REAL(fdopen)(fd, mode);
     if (!fp)
         saved = errno;
     if (rec && fp) {
-        off_t pos = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
-        sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
+        /* (an O_APPEND description writes at the end, wherever it stands) */
+        struct stat st;
+        off_t pos = !(SLUICE_REAL(fcntl)(fd, F_GETFL) & O_APPEND) ? SLUICE_REAL(lseek)(fd, 0, SEEK_CUR)
+                    : SLUICE_REAL(fstat)(fd, &st) == 0 ? st.st_size : -1;
+        /* the kernel opened nothing: the descriptor was open */
+        sluice_count_open(rec, SLUICE_SIDES_APP, t0, sluice_now());
         sluice_stream_add(fp, rec, pos, NULL, 0);
     }
     errno = saved;
@@ -243,7 +270,7 @@ static int stream_open_through_stack(const char *path, const char *mode, int lar
 
     if ((flags = stream_tier_flags(path, mode)) < 0)
         return 0;
-    fd = sluice_file_open(AT_FDCWD, path, flags | (large ? O_LARGEFILE : 0), 0666);
+    fd = sluice_file_open_for_stream(AT_FDCWD, path, flags | (large ? O_LARGEFILE : 0), 0666);
     if (fd < 0) {
         errno = -fd;
         *out = NULL;
@@ -314,15 +341,15 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
     stream_fd_fresh(nfp);
     stream_buffer_release(old_buf, old_size);
     if (old)
-        sluice_count_close(old, SLUICE_SIDES_BOTH, t0, sluice_now());
+        sluice_count_close(old, SLUICE_SIDES_APP, t0, sluice_now());
     if (rec) {
         if (!nfp) {
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
         } else {
             size_t size = 0;
+            uint64_t t1 = sluice_now();
             void *buf = stream_enlarge_buffer(nfp, io_mode, &size);
-            sluice_count_open(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
-            sluice_stream_add(nfp, rec, stream_start_pos(nfp, mode), buf, size);
+            stream_opened(rec, nfp, mode, buf, size, t0, t1);
         }
     }
     sluice__guard--;
@@ -343,6 +370,9 @@ SLUICE_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 SLUICE_EXPORT int fclose(FILE *fp)
 {
     struct sluice_record *rec;
+    struct sluice_stream *s;
+    struct stream_snap before;
+    int fs = 0;
     void *buf;
     size_t size = 0;
     int saved = errno, rc, fd, track;
@@ -359,17 +389,29 @@ SLUICE_EXPORT int fclose(FILE *fp)
         sluice_fd_prepare_replace(fd);
         sluice__guard--;
     }
+    if ((s = sluice_stream_get(fp)) != NULL) {
+        stream_snap_take(fp, &before);
+        fs = stream_reaches_fs(before.fd);
+    }
     rec = sluice_stream_remove(fp, &buf, &size);
     t0 = sluice_now();
     rc = SLUICE_REAL(fclose)(fp);
+    uint64_t t1 = sluice_now();
     stream_buffer_release(buf, size);
     if (rc != 0)
         saved = errno;
     if (rec) {
-        if (rc != 0)
-            sluice_count_error(rec, SLUICE_SIDES_BOTH);
-        else
-            sluice_count_close(rec, SLUICE_SIDES_BOTH, t0, sluice_now());
+        struct sluice_stream gone = {.rec = rec};
+        /* what the buffer held went to the kernel before its close */
+        if (fs)
+            stream_kernel_count(&gone, NULL, &before, 0, 0, STREAM_K_CLOSE, t0, t1);
+        if (rc != 0) {
+            sluice_count_error(rec, fs ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP);
+        } else {
+            sluice_count_close(rec, SLUICE_SIDES_APP, t0, t1);
+            if (fs)
+                sluice_count_close(rec, SLUICE_SIDES_FS, t0, t1);
+        }
     }
     if (track && sluice_fd_known(fd)) {
         sluice__guard++;
@@ -384,19 +426,21 @@ SLUICE_EXPORT int fclose(FILE *fp)
 
 /* Count a transfer of `bytes` on a stream; `failed` when the call reported
  * an error (ferror set, or EOF from a write call). */
-static void stream_done(struct sluice_stream *s, enum sluice_access kind, int64_t bytes, int failed,
-                        uint64_t t0)
+static void stream_done(FILE *fp, struct sluice_stream *s, const struct stream_snap *before, enum sluice_access kind,
+                        int64_t bytes, int failed, uint64_t t0)
 {
     uint64_t t1 = sluice_now();
     int64_t start = -1;
 
+    stream_kernel_count(s, fp, before, kind == SLUICE_WRITE ? bytes : 0, kind == SLUICE_READ ? bytes : 0,
+                        STREAM_K_IO, t0, t1);
     if (bytes > 0 || !failed) {
         int64_t pos = atomic_load(&s->pos);
         if (pos >= 0) {
             start = pos;
             atomic_store(&s->pos, pos + bytes);
         }
-        sluice_count_rw(s->rec, SLUICE_SIDES_BOTH, kind, start, bytes, t0, t1);
+        sluice_count_rw(s->rec, SLUICE_SIDES_APP, kind, start, bytes, t0, t1);
     }
     if (failed)
         sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
@@ -407,16 +451,18 @@ static void stream_done(struct sluice_stream *s, enum sluice_access kind, int64_
 #define STREAM_IO(fp, type, realcall, kind, bytes, failed)     \
     do {                                                       \
         struct sluice_stream *s_;                              \
+        struct stream_snap before_;                            \
         int saved_;                                            \
         uint64_t t0_;                                          \
         type ret;                                              \
         if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
             return realcall;                                   \
         saved_ = errno;                                        \
-        t0_ = sluice_now();                                 \
+        stream_snap_take(fp, &before_);                        \
+        t0_ = sluice_now();                                    \
         ret = realcall;                                        \
         int err_ = errno;                                      \
-        stream_done(s_, kind, (int64_t)(bytes), (failed), t0_);\
+        stream_done(fp, s_, &before_, kind, (int64_t)(bytes), (failed), t0_); \
         errno = (failed) ? err_ : saved_;                      \
         return ret;                                            \
     } while (0)
@@ -560,13 +606,15 @@ static int wrap_vfscanf(FILE *fp, const char *fmt, va_list ap, int (*real)(FILE 
 
     if (!sluice_active() || !(s = sluice_stream_get(fp)))
         return real(fp, fmt, ap);
+    struct stream_snap snap;
     before = SLUICE_REAL(ftell)(fp);
+    stream_snap_take(fp, &snap);
     t0 = sluice_now();
     ret = real(fp, fmt, ap);
     int err = errno;
     after = SLUICE_REAL(ftell)(fp);
     int failed = ret == EOF && ferror(fp);
-    stream_done(s, SLUICE_READ, (before >= 0 && after >= before) ? after - before : 0, failed, t0);
+    stream_done(fp, s, &snap, SLUICE_READ, (before >= 0 && after >= before) ? after - before : 0, failed, t0);
     errno = failed ? err : saved;
     return ret;
 }
@@ -603,7 +651,8 @@ SLUICE_EXPORT int __isoc99_fscanf(FILE *fp, const char *fmt, ...)
 
 /* A seek, rewind or position query: meta time; seeks also count and resync
  * the tracked position from ftello. */
-static void stream_meta(struct sluice_stream *s, FILE *fp, int rc, int is_seek, uint64_t t0)
+static void stream_meta(struct sluice_stream *s, FILE *fp, const struct stream_snap *before, int rc, int is_seek,
+                        uint64_t t0)
 {
     uint64_t t1 = sluice_now();
 
@@ -611,24 +660,29 @@ static void stream_meta(struct sluice_stream *s, FILE *fp, int rc, int is_seek, 
         sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
         return;
     }
+    stream_kernel_count(s, fp, before, 0, 0, is_seek ? STREAM_K_SEEK : STREAM_K_TELL, t0, t1);
     if (is_seek) {
+        /* (ftello here asks the kernel nothing: the seek left the stream
+         * knowing its position) */
         off_t pos = SLUICE_REAL(ftello)(fp);
         atomic_store(&s->pos, pos >= 0 ? (int64_t)pos : -1);
     }
-    sluice_count_meta(s->rec, SLUICE_SIDES_BOTH, is_seek ? STDIO_SEEKS : -1, t0, t1);
+    sluice_count_meta(s->rec, SLUICE_SIDES_APP, is_seek ? STDIO_SEEKS : -1, t0, t1);
 }
 
 #define STREAM_SEEK(fp, realcall)                              \
     do {                                                       \
         struct sluice_stream *s_;                              \
+        struct stream_snap before_;                            \
         int saved_ = errno, rc_;                               \
         uint64_t t0_;                                          \
         if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
             return realcall;                                   \
-        t0_ = sluice_now();                                 \
+        stream_snap_take(fp, &before_);                        \
+        t0_ = sluice_now();                                    \
         rc_ = realcall;                                        \
         int err_ = errno;                                      \
-        stream_meta(s_, fp, rc_, 1, t0_);                      \
+        stream_meta(s_, fp, &before_, rc_, 1, t0_);            \
         errno = rc_ ? err_ : saved_;                           \
         return rc_;                                            \
     } while (0)
@@ -651,6 +705,7 @@ SLUICE_EXPORT int fseeko64(FILE *fp, off64_t off, int whence)
 SLUICE_EXPORT void rewind(FILE *fp)
 {
     struct sluice_stream *s;
+    struct stream_snap before;
     int saved = errno;
     uint64_t t0;
 
@@ -658,24 +713,27 @@ SLUICE_EXPORT void rewind(FILE *fp)
         SLUICE_REAL(rewind)(fp);
         return;
     }
+    stream_snap_take(fp, &before);
     t0 = sluice_now();
     SLUICE_REAL(rewind)(fp);
-    stream_meta(s, fp, 0, 1, t0);
+    stream_meta(s, fp, &before, 0, 1, t0);
     errno = saved;
 }
 
 #define STREAM_TELL(fp, type, realcall)                        \
     do {                                                       \
         struct sluice_stream *s_;                              \
+        struct stream_snap before_;                            \
         int saved_ = errno;                                    \
         uint64_t t0_;                                          \
         type ret_;                                             \
         if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
             return realcall;                                   \
-        t0_ = sluice_now();                                 \
+        stream_snap_take(fp, &before_);                        \
+        t0_ = sluice_now();                                    \
         ret_ = realcall;                                       \
         int err_ = errno;                                      \
-        stream_meta(s_, fp, ret_ < 0, 0, t0_);                 \
+        stream_meta(s_, fp, &before_, ret_ < 0, 0, t0_);       \
         errno = ret_ < 0 ? err_ : saved_;                      \
         return ret_;                                           \
     } while (0)
@@ -703,13 +761,18 @@ SLUICE_EXPORT int fflush(FILE *fp)
 
     if (!sluice_active() || !(s = sluice_stream_get(fp)))
         return SLUICE_REAL(fflush)(fp);
+    struct stream_snap before;
+    stream_snap_take(fp, &before);
     t0 = sluice_now();
     rc = SLUICE_REAL(fflush)(fp);
+    uint64_t t1 = sluice_now();
+    /* the kernel saw the write of what the buffer held, not a flush */
+    stream_kernel_count(s, fp, &before, 0, 0, STREAM_K_IO, t0, t1);
     if (rc != 0) {
         saved = errno;
         sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
     } else {
-        sluice_count_sync(s->rec, SLUICE_SIDES_BOTH, STDIO_FLUSHES, t0, sluice_now());
+        sluice_count_sync(s->rec, SLUICE_SIDES_APP, STDIO_FLUSHES, t0, t1);
     }
     errno = saved;
     return rc;

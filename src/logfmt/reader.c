@@ -926,6 +926,8 @@ const char *sluice_log_end_reason_name(uint32_t end_reason)
         return "_exit";
     case SLUICE_END_EXEC:
         return "exec";
+    case SLUICE_END_FATAL:
+        return "signal";
     default:
         return NULL;
     }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +370,22 @@ static int make_dirs(const char *dir)
     return 0;
 }
 
+/* The name of a signal the crash handler catches (sigabbrev_np is not
+ * async-signal-safe by contract, and glibc 2.32 at least). */
+static const char *fatal_signal_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    default: return "signal";
+    }
+}
+
 enum content { C_PROCESS, C_SCHEMA, C_NAMES, C_MODULE, C_TRACE };
 
 /* What the regions are written from. */
@@ -437,15 +454,21 @@ static void emit(struct out *o, enum content what, const struct source *src)
         out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
         out_u64(o, sluice_proc.start_mono_ns);
         out_u32(o, src->end_reason);
-        out_u32(o, 8);
+        const char *signame = src->end_reason == SLUICE_END_FATAL ? fatal_signal_name(sluice_proc.fatal_signal) : NULL;
+        out_u32(o, signame ? 11 : 10);
         out_kv(o, "job_id", sluice_proc.job_id);
         out_kv(o, "host", sluice_proc.host);
         out_kv(o, "exe", sluice_proc.exe);
         out_kv(o, "cmdline", sluice_proc.cmdline);
         out_kv(o, "mode", sluice_cfg.mode);
         out_kv(o, "paths", sluice_cfg.paths);
+        out_kv(o, "policy", sluice_cfg.policy);
+        snprintf(num, sizeof num, "%u", (unsigned)getuid());
+        out_kv(o, "uid", num);
         snprintf(num, sizeof num, "%d.%d", SLUICE_LOG_VERSION_MAJOR, SLUICE_LOG_VERSION_MINOR);
         out_kv(o, "version", num);
+        if (signame)
+            out_kv(o, "signal", signame);
         out_mounts(o);
         break;
     }
@@ -681,7 +704,7 @@ int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
     /* A process that recorded nothing (a shell, a launcher, a tool outside
      * --path) leaves no log: on a parallel file system every log is a file
      * create, and a job of many helper processes would bury its own. */
-    int any = 0;
+    int any = end_reason == SLUICE_END_FATAL;   /* a crash is always told */
     for (struct sluice_record *rec = sluice_records_first(); rec && !any; rec = rec->next)
         any = record_active(rec);
     if (!any) {

@@ -21,6 +21,7 @@ struct sluice_proc_info {
     char host[256];
     char exe[SLUICE_PROC_STR];
     char cmdline[SLUICE_PROC_STR];
+    int fatal_signal;         /* set by the crash handler before the log is written */
 };
 
 extern struct sluice_proc_info sluice_proc;

@@ -1026,11 +1026,29 @@ static ssize_t sys(ssize_t rc)
     return rc < 0 ? -errno : rc;
 }
 
+/* A transfer at the current position that the stage tier made itself on a
+ * staged file: when a tier below keeps the position (auto: buffer under
+ * stage), it moves with the kernel's, which the counters and a later move
+ * to the shared file system read. Returns rc. */
+static ssize_t staged_moved(struct sluice_file *f, off_t off, ssize_t rc)
+{
+    if (rc > 0 && off < 0 && f->owns_pos) {
+        if (f->flags & O_APPEND) {
+            off_t now = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
+            if (now >= 0)
+                atomic_store(&f->pos, (int64_t)now);
+        } else {
+            atomic_fetch_add(&f->pos, (int64_t)rc);
+        }
+    }
+    return rc;
+}
+
 static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
 {
     if (!desc_of(f, level)->s)
         return sluice_tier_read(f, level + 1, buf, n, off);
-    return sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off));
+    return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off)));
 }
 
 /* --mode auto at a staged file's first write: a write the shared file
@@ -1069,14 +1087,14 @@ static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, si
 
     if (!d->s || auto_goes_direct(f, d, n))
         return sluice_tier_write(f, level + 1, buf, n, off);
-    rc = sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off));
+    rc = staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off)));
     if (rc > 0)
         precopy_note_write(d->s, written_at(f, off, rc));
     if (rc > 0 && (size_t)rc < n) {
         /* short: the tier filled up in the middle; the rest meets ENOSPC */
         size_t done = (size_t)rc;
-        ssize_t more = sys(off < 0 ? SLUICE_REAL(write)(f->fd, (const char *)buf + done, n - done)
-                                   : SLUICE_REAL(pwrite)(f->fd, (const char *)buf + done, n - done, off + (off_t)done));
+        ssize_t more = staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(write)(f->fd, (const char *)buf + done, n - done)
+                                   : SLUICE_REAL(pwrite)(f->fd, (const char *)buf + done, n - done, off + (off_t)done)));
         if (more > 0)
             return (ssize_t)done + more;
         if ((more == -ENOSPC || more == -EDQUOT) && stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0) {
@@ -1096,8 +1114,8 @@ static ssize_t stage_readv(struct sluice_file *f, int level, const struct iovec 
     if (!desc_of(f, level)->s)
         return sluice_tier_readv(f, level + 1, iov, cnt, off, flags);
     if (flags)
-        return sys(SLUICE_REAL(preadv2)(f->fd, iov, cnt, off, flags));
-    return sys(off < 0 ? SLUICE_REAL(readv)(f->fd, iov, cnt) : SLUICE_REAL(preadv)(f->fd, iov, cnt, off));
+        return staged_moved(f, off, sys(SLUICE_REAL(preadv2)(f->fd, iov, cnt, off, flags)));
+    return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(readv)(f->fd, iov, cnt) : SLUICE_REAL(preadv)(f->fd, iov, cnt, off)));
 }
 
 static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
@@ -1113,9 +1131,9 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     if (auto_goes_direct(f, d, total))
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (flags)
-        rc = sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags));
+        rc = staged_moved(f, off, sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags)));
     else
-        rc = sys(off < 0 ? SLUICE_REAL(writev)(f->fd, iov, cnt) : SLUICE_REAL(pwritev)(f->fd, iov, cnt, off));
+        rc = staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(writev)(f->fd, iov, cnt) : SLUICE_REAL(pwritev)(f->fd, iov, cnt, off)));
     if (rc > 0)
         precopy_note_write(d->s, written_at(f, off, rc));
     if ((rc == -ENOSPC || rc == -EDQUOT) && stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0)
@@ -1149,6 +1167,8 @@ static off_t stage_lseek(struct sluice_file *f, int level, off_t off, int whence
     if (!desc_of(f, level)->s)
         return sluice_tier_lseek(f, level + 1, off, whence);
     off_t rc = SLUICE_REAL(lseek)(f->fd, off, whence);
+    if (rc >= 0 && f->owns_pos)
+        atomic_store(&f->pos, (int64_t)rc);
     return rc < 0 ? -errno : rc;
 }
 
@@ -1267,6 +1287,8 @@ static int stage_control(struct sluice_file *f, int level, int op, void *arg)
      * see, so an early copy is no longer trusted. */
     struct stage_desc *d = desc_of(f, level);
     struct staged *s = d->s;
+    if (op == SLUICE_CTL_NODE_LOCAL && (s || d->foreign))
+        return 1;   /* f->fd is a data file on the tier */
     if (!s)
         return sluice_tier_control(f, level + 1, op, arg);
     if (op == SLUICE_CTL_EXEC) {
