@@ -462,7 +462,9 @@ def test_redirected_output_under_buffer_mode_says_why():
     assert f["evidence"]["fallbacks"] == {"POSIX_FALLBACK_SHARED": 1}
     assert "a descriptor shared with a forked process or a stdio stream goes straight through" in \
         f["evidence"]["text"]
-    assert f["fix"]["settings"]["hints"][0].startswith("let the program open the file itself (dd of=FILE")
+    assert f["fix"]["settings"]["hints"][0] == ("open the file in the process that writes it, after any fork, "
+                                                "and in the program rather than by the shell (dd of=FILE, the "
+                                                "program's own output option)")
 
 
 def test_gain_names_a_parallel_file_system():

@@ -21,8 +21,8 @@ from sluice.report.model import FileTotals
 FALLBACKS = {
     "POSIX_FALLBACK_SHARED": ("a descriptor shared with a forked process or a stdio stream goes straight through "
                               "(a shell's redirection, `cmd > file`, hands the program such a descriptor)",
-                              "let the program open the file itself (dd of=FILE, the program's own output "
-                              "option) instead of writing to a descriptor the shell opened"),
+                              "open the file in the process that writes it, after any fork, and in the "
+                              "program rather than by the shell (dd of=FILE, the program's own output option)"),
     "POSIX_FALLBACK_DIRECT": ("opened with O_DIRECT, O_SYNC or O_DSYNC, whose calls must each reach the device",
                               "open without O_SYNC/O_DSYNC/O_DIRECT and call fsync where the data must be durable"),
     "POSIX_FALLBACK_MMAP": ("the file was mapped with mmap, after which it goes straight through", ""),

@@ -32,20 +32,26 @@ def file_system(ctx: Context, files: list[FileTotals]) -> dict | None:
     return {"mount": point, "type": fstype, "local": fstype in LOCAL_FS_TYPES}
 
 
+# What a gain is counted in -> how it grows on a parallel file system
+ELSEWHERE = {
+    "call": ": on a parallel file system (Lustre, GPFS, BeeGFS) each call costs a round trip to its servers, "
+            "and the gain is larger in proportion to that cost per call",
+    "byte": ": on a parallel file system (Lustre, GPFS, BeeGFS) the gain is larger in proportion to its time "
+            "per byte moved",
+}
+
+
 def gain(ctx: Context, files: list[FileTotals], seconds: float, how: str, per: str | None = "call",
          per_call: float | None = None) -> dict:
-    """expected_gain: `seconds` saved as `how` says, on the files' file system. `per`: what the
-    saving is counted in ("call", "byte moved"; None: neither), for the sentence on other file
-    systems; `per_call`: the measured seconds of one call, where the saving is counted in calls."""
+    """expected_gain: `seconds` saved as `how` says, on the files' file system. `per`: what the saving
+    is counted in (a key of ELSEWHERE; None: neither), for the sentence on other file systems;
+    `per_call`: the measured seconds of one call, where the saving is counted in calls."""
     fs = file_system(ctx, files)
     where = f"{fs['type']} ({fs['mount']})" if fs else "the file system the files are on (the log names no mounts)"
     if fs and not fs["local"]:
         how += f"; measured on {where}, where the files are"
     else:
-        how += f"; measured on {where}" + (", this node's own" if fs else "")
-        if per:
-            how += (f": on a parallel file system (Lustre, GPFS, BeeGFS) each {per} costs a round trip to its "
-                    f"servers, and the gain is larger in proportion to that cost per {per}")
+        how += f"; measured on {where}" + (", this node's own" if fs else "") + (ELSEWHERE[per] if per else "")
     return {"seconds": seconds, "how": how, "file_system": fs, "per_call_s": per_call}
 
 

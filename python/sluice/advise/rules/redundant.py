@@ -60,7 +60,7 @@ def check(ctx: Context, files: list[FileTotals], K: str) -> list[Finding]:
                  f"STDIO_BYTES_{word}": v_sum(chosen_files, f"STDIO_BYTES_{word}"), f"extent_{verb}": ext,
                  "bytes_again": excess_total, tname: v_sum(chosen_files, tname)})
     f.gain = gain(ctx, chosen_files, cost, f"{'read' if K == 'READ' else 'write'} time x the share of bytes moved "
-                                           "more than once, if each byte moved once", per="byte moved")
+                                           "more than once, if each byte moved once", per="byte")
     f.hints = _hints(ctx, chosen_files, K)
     return [f]
 
