@@ -11,12 +11,15 @@ POSIX records. The processes share one job id.
 
 With --time N (OUT/logs made already, or made first), the reports are
 timed instead, N alternating rounds: `sluice report --json` (into a file
-beside OUT, on its file system), `sluice report`, and on the same job
-exported as a Darshan log, PyDarshan parsing it (`DarshanReport(...,
-read_all=True)`) and making its own JSON (`to_json()`); CPU (user + system)
-and peak RSS of each, medians [min-max].
+beside OUT, on its file system), `sluice report`, `sluice export --darshan`
+(into OUT/export-timed), and on the same job exported as a Darshan log,
+PyDarshan parsing it (`DarshanReport(..., read_all=True)`) and making its
+own JSON (`to_json()`); CPU (user + system) and peak RSS of each, medians
+[min-max]. --sluice-python DIR times the sluice package under DIR (the
+python/ directory of another checkout, `git archive REV python | tar -x -C
+/tmp/old` for an older commit) instead of this tree's.
 
-    bench/report_scale.py OUT --time 3 [--json bench/results/FILE.json]
+    bench/report_scale.py OUT --time 3 [--json bench/results/FILE.json] [--sluice-python /tmp/old/python]
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ def main() -> int:
     ap.add_argument("--bin", type=Path, default=Path(os.environ.get("SLUICE_TEST_BIN", ROOT / "build/dev/tests/bin")))
     ap.add_argument("--time", type=int, default=0, help="time the reports in this many alternating rounds")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--sluice-python", type=Path, default=ROOT / "python",
+                    help="the directory holding the sluice package to time (default: this tree's python/)")
     args = ap.parse_args()
     logs, data = args.out / "logs", args.out / "data"
     made = logs.exists() and any(logs.iterdir())
@@ -47,7 +52,7 @@ def main() -> int:
         sys.exit(f"{logs} is not empty")
     env = dict(os.environ)
     env.setdefault("SLUICE_NATIVE_DIR", str(ROOT / "build/dev/native"))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.sluice_python.resolve()), env.get("PYTHONPATH")]))
     for i in range(0 if made else args.logs):
         d = data / f"p{i}"
         d.mkdir(parents=True, exist_ok=True)
@@ -81,6 +86,8 @@ def timed(args, env: dict) -> None:
     cases = {
         "sluice report --json": ([sys.executable, "-m", "sluice", "report", "--json", str(logs)], args.out / "job.json"),
         "sluice report": ([sys.executable, "-m", "sluice", "report", str(logs)], None),
+        "sluice export --darshan": ([sys.executable, "-m", "sluice", "export", "--darshan", "-o",
+                                     str(args.out / "export-timed"), str(logs)], None),
         "PyDarshan parse": ([sys.executable, "-c", py, str(dlog)], None),
         "PyDarshan to_json": ([sys.executable, "-c", py + "; sys.stdout.write(r.to_json())", str(dlog)],
                               args.out / "pydarshan.json"),
@@ -97,11 +104,11 @@ def timed(args, env: dict) -> None:
         cpu, rss = [c for c, _ in rs], [m for _, m in rs]
         summary[name] = {"cpu_s": {"median": statistics.median(cpu), "min": min(cpu), "max": max(cpu)},
                          "peak_rss_mib": max(rss)}
-        print(f"{name:22} CPU {statistics.median(cpu):.2f} s [{min(cpu):.2f}-{max(cpu):.2f}]  peak RSS {max(rss):.0f} MiB")
+        print(f"{name:24} CPU {statistics.median(cpu):.2f} s [{min(cpu):.2f}-{max(cpu):.2f}]  peak RSS {max(rss):.0f} MiB")
     print(f"load {min(loads):.1f}-{max(loads):.1f}; JSON {(args.out / 'job.json').stat().st_size:,} bytes, "
           f"PyDarshan's {(args.out / 'pydarshan.json').stat().st_size:,}")
     if args.json:
-        args.json.write_text(json.dumps({"logs": str(logs), "rounds": args.time, "load_min_max": [min(loads), max(loads)],
+        args.json.write_text(json.dumps({"logs": str(logs), "rounds": args.time, "sluice": str(args.sluice_python), "load_min_max": [min(loads), max(loads)],
                                          "summary": summary, "runs": res}, indent=1) + "\n")
 
 

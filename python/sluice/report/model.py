@@ -242,14 +242,14 @@ def find_logs(inputs: list[str | Path], darshan: bool = True) -> list[Path]:
             if not (p.name.endswith(".fs.darshan") and str(p)[: -len(".fs.darshan")] + ".darshan" in names)]
 
 
-def _read_any(p: Path, sluice_only: bool) -> list[Log]:
+def _read_any(p: Path, sluice_only: bool, salvage: bool) -> list[Log]:
     from sluice.darshan.reader import looks_like_darshan, read_darshan
 
     if looks_like_darshan(p):
         if sluice_only:
             raise LogFormatError(f"{p}: a Darshan log; this command reads sluice logs")
         return read_darshan(p)
-    return [read_log(p, salvage=True)]
+    return [read_log(p, salvage=salvage)]
 
 
 def _problem(p: Path, e: LogFormatError) -> str:
@@ -262,17 +262,17 @@ def _problem(p: Path, e: LogFormatError) -> str:
 def load_logs(inputs: list[str | Path], warn=None, sluice_only: bool = False,
               damaged: list[DamagedLog] | None = None) -> list[Log]:
     """Read every log (sluice's, and Darshan's through PyDarshan unless
-    `sluice_only`). A damaged sluice log gives what can be read of it (with
-    a warning); a log of which nothing can be used is skipped with a warning
-    when it is inside a directory, and is an error when named explicitly.
-    Both kinds are added to `damaged` when it is given."""
+    `sluice_only`). Inside a directory, a damaged sluice log gives what can
+    be read of it (with a warning), and a log of which nothing can be used
+    is skipped with a warning; both kinds are added to `damaged` when it is
+    given. A log named explicitly is read whole or is an error."""
     warn = warn or (lambda msg: print(f"sluice: warning: {msg}", file=sys.stderr))
     named = {Path(i) for i in inputs if not Path(i).is_dir()}
     logs: list[Log] = []
     found = damaged if damaged is not None else []
     for p in find_logs(inputs, darshan=not sluice_only):
         try:
-            read = _read_any(p, sluice_only)
+            read = _read_any(p, sluice_only, salvage=p not in named)
         except LogFormatError as e:
             if p in named:
                 raise UserError(str(e)) from None
