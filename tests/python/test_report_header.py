@@ -327,3 +327,26 @@ def test_a_job_without_reads_has_no_reads_plot(tmp_path):
             if k not in made]
     assert (f"<figcaption>Calls of each kind the job made, POSIX and STDIO together (syncs: fsync, fdatasync and "
             f"fflush); none of: {', '.join(none)}.</figcaption>") in ops[: ops.index("</figure>")]
+
+
+def test_programs_that_crash_are_named_with_their_signal(tmp_path):
+    """Real crashes: the library writes the log from the handler (end reason 5
+    and the signal's name); the report names each process and its signal,
+    and counts what it wrote before."""
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    crash = {"SIGABRT": "os.abort()", "SIGSEGV": "import ctypes; ctypes.string_at(0)"}
+    for i, (sig, how) in enumerate(crash.items()):
+        code = f"import os, sys\nopen(os.path.join(sys.argv[1], 'f{i}'), 'w').write('x' * 100)\n{how}\n"
+        cp = sluice("run", "--quiet", "--job-id", "crash", "--log-dir", str(logs), "--path", str(work), "--",
+                    "python3", "-c", code, str(work), check=False)
+        assert cp.returncode != 0
+    procs = sorted((read_log(p) for p in logs.glob("*.sluice")), key=lambda l: l.start_ns)
+    assert [l.end_reason for l in procs] == list(crash)
+    text = sluice("report", str(logs)).stdout
+    assert (f"  ended by a signal: SIGABRT: 1 (pid {procs[0].pid}); SIGSEGV: 1 (pid {procs[1].pid}); their logs "
+            "hold what they did up to then") in header(text)
+    j = json.loads(sluice("report", "--json", str(logs)).stdout)
+    assert [(s["signal"], s["pid"]) for s in j["signals"]] == [("SIGABRT", procs[0].pid), ("SIGSEGV", procs[1].pid)]
+    assert {f["path"]: f["app"]["POSIX_BYTES_WRITTEN"] for f in j["files"] if Path(f["path"]).parent == work} == \
+        {str(work / "f0"): 100, str(work / "f1"): 100}

@@ -95,6 +95,12 @@ def user_of(job: Job) -> dict:
     return {"uid": uid, "name": name, "from": source}
 
 
+def one_line(s: str) -> str:
+    """Text for one line of the text report: control characters as escapes (a
+    command line given to `python -c` holds newlines)."""
+    return s if s.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
 def user_text(u: Mapping) -> str:
     if u["uid"] is None:
         return "?"

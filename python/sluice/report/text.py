@@ -13,8 +13,8 @@ from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
 from sluice.report.pattern import counts_text, log_mounts, pattern_rows
 from sluice.report.summary import (ACCESS_KINDS, utc, access_kinds, commands, damaged_rows, damaged_text,
-                                   directory_rows, distinct, module_times, mount_summary, signal_rows, signals_text,
-                                   user_of, user_text)
+                                   directory_rows, distinct, module_times, mount_summary, one_line, signal_rows,
+                                   signals_text, user_of, user_text)
 from sluice.report.tables import any_positive, column_values
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
@@ -130,14 +130,14 @@ def _header(con: Console, job: Job) -> None:
     which logs could not be read whole."""
     cmds = commands(job)
     more = f"  (and {len(cmds) - 1:,} other command line{'s' if len(cmds) > 2 else ''})" if len(cmds) > 1 else ""
-    con.print(f"  command: {cmds[0] if cmds else '?'}{more}", soft_wrap=True)
+    con.print(f"  command: {one_line(cmds[0]) if cmds else '?'}{more}", soft_wrap=True)
     con.print(f"  user: {user_text(user_of(job))}")
     con.print(f"  started: {utc(job.start_ns)}   ended: {utc(job.end_ns)}   run time: {job.runtime:.3f} s")
     exes = sorted({l.info.get("exe", "?") for l in job.logs})
     con.print(f"  processes: {job.processes}   executables: {', '.join(exes)}", soft_wrap=True)
     policies = distinct(job, "policy")
     con.print(f"  mode: {', '.join(sorted({l.info.get('mode', '?') for l in job.logs}))}   "
-              f"policy: {' | '.join(policies) if policies else 'none'}", soft_wrap=True)
+              f"policy: {one_line(' | '.join(policies)) if policies else 'none'}", soft_wrap=True)
     sig = signal_rows(job)
     if sig:
         con.print(f"  ended by a signal: {signals_text(sig)}; their logs hold what they did up to then",
