@@ -56,8 +56,11 @@ static int passthru_open(struct sluice_file *f, int level, int dirfd, const char
     t0 = fs_now(f);
     fd = SLUICE_REAL(openat)(dirfd, path, flags, mode);
     if (fd < 0) {
+        int err = errno;
         sluice_layout_undo(dirfd, path, created);
-        return -errno;
+        if (fs_side_separate(f))
+            sluice_count_error(f->rec, SLUICE_SIDES_FS);   /* the file system answered it */
+        return -err;
     }
     if (fs_side_separate(f))
         sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now());

@@ -354,12 +354,13 @@ static inline struct stage_desc *desc_of(struct sluice_file *f, int level)
     return f->tier_state[level];
 }
 
-static void count_fs(struct sluice_file *f, int counter, uint64_t t0, int failed)
+/* One of the tier's own look-ups on the shared file system (does the file
+ * or its directory exist, may we write it): an operation the file system
+ * served, answered yes or no. A no is the tier's answer, not an error of
+ * the program's, and is never counted as one. */
+static void count_fs(struct sluice_file *f, int counter, uint64_t t0)
 {
-    if (failed)
-        sluice_count_error(f->rec, SLUICE_SIDES_FS);
-    else
-        sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
+    sluice_count_meta(f->rec, SLUICE_SIDES_FS, counter, t0, sluice_now());
 }
 
 /* An open the node-local tier serves (POSIX_STAGED_OPENS): what auto mode
@@ -852,15 +853,15 @@ again:
         /* a directory this process made holds only what it put there: a
          * file not staged here does not exist (no stat needed) */
     } else if (SLUICE_REAL(stat)(abs, &sb) == 0) {
-        count_fs(f, POSIX_STATS, t0, 0);
+        count_fs(f, POSIX_STATS, t0);
         if (!S_ISREG(sb.st_mode) || !(flags & O_TRUNC) || (flags & O_EXCL))
             return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);   /* update, or the kernel's error */
         t0 = sluice_now();
         if (SLUICE_REAL(faccessat)(AT_FDCWD, abs, W_OK, AT_EACCESS) != 0) {   /* may we overwrite it? */
-            count_fs(f, POSIX_STATS, t0, 1);
+            count_fs(f, POSIX_STATS, t0);
             return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
         }
-        count_fs(f, POSIX_STATS, t0, 0);
+        count_fs(f, POSIX_STATS, t0);
         if (atomic_load(&f->rec->open_files) > 0)
             /* this process has the file open already: its descriptors
              * must see the truncation and write the same file */
@@ -874,26 +875,26 @@ again:
          * in place, as the program's O_TRUNC open would. */
         keep_inode = sb.st_nlink > 1 || sb.st_uid != geteuid() || sb.st_gid != getegid();
     } else if (errno != ENOENT || !(flags & O_CREAT)) {
-        count_fs(f, POSIX_STATS, t0, 1);
+        count_fs(f, POSIX_STATS, t0);
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     } else {
-        count_fs(f, POSIX_STATS, t0, 1);
+        count_fs(f, POSIX_STATS, t0);
         /* The directory must exist on the shared file system and take a new
          * file from us (permissions, a read-only file system), as for
          * open(): otherwise the kernel's own open answers. */
         if (!dir_state) {
             t0 = sluice_now();
             if (SLUICE_REAL(stat)(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-                count_fs(f, POSIX_STATS, t0, 1);
+                count_fs(f, POSIX_STATS, t0);
                 return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
             }
-            count_fs(f, POSIX_STATS, t0, 0);
+            count_fs(f, POSIX_STATS, t0);
             t0 = sluice_now();
             if (SLUICE_REAL(faccessat)(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
-                count_fs(f, POSIX_STATS, t0, 1);
+                count_fs(f, POSIX_STATS, t0);
                 return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
             }
-            count_fs(f, POSIX_STATS, t0, 0);
+            count_fs(f, POSIX_STATS, t0);
             pthread_mutex_lock(&st.lock);
             dir_remember_locked(dir, 0);
             pthread_mutex_unlock(&st.lock);

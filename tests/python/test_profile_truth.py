@@ -67,7 +67,7 @@ def _app(entry: dict) -> dict:
 @needs_strace
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_fs_side_is_what_the_kernel_saw_and_app_side_is_the_same_in_every_mode(name, tmp_path):
-    app_by_mode = {}
+    app_by_mode, errors = {}, {}
     for mode in MODES:
         report, kernel, data = _run_traced(mode, name, tmp_path)
         files = {f["path"] for f in report["files"]} | set(kernel)
@@ -79,6 +79,9 @@ def test_fs_side_is_what_the_kernel_saw_and_app_side_is_the_same_in_every_mode(n
                                                                         "bytes_read", "bytes_written")}
             assert got == want, f"{name} under {mode}, {Path(path).name}: sluice's fs side {got}, strace {want}"
         app_by_mode[mode] = {Path(f["path"]).name: _app(f) for f in report["files"] if _app(f)}
+        # the tiers' own look-ups (does it exist?) are not the program's errors
+        errors[mode] = sum(f["fs"].get(f"{m}_ERRORS", 0) for f in report["files"] for m in ("POSIX", "STDIO"))
+        assert errors[mode] == errors["profile"], f"{name}: fs-side errors {errors}"
     for mode in MODES[1:]:
         differ = {f"{path} {k}: {v} (profile: {app_by_mode['profile'].get(path, {}).get(k)})"
                   for path, counters in app_by_mode[mode].items() for k, v in counters.items()
