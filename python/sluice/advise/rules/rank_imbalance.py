@@ -20,8 +20,12 @@ CONTENTION = ("; {who} move about the same bytes, so the cause is not the data's
 
 
 def _finding(ctx: Context, files: list[FileTotals], text: str, excess: float, how: str, size_imbalance: float,
-             counters: dict[str, float]) -> Finding:
+             counters: dict[str, float], who: str, where: str) -> Finding:
+    """The finding, its severity capped where the ranks move about the same bytes (contention: `who`
+    and `where` say whose bytes and whose stripes)."""
     balanced = size_imbalance <= th.IMBALANCE_SIZE
+    if balanced:
+        text += CONTENTION.format(who=who, where=where)
     f = Finding(ID, [x.path for x in files if is_real(x.path)], min(excess, ctx.T), "profile", text, counters,
                 cap="medium" if balanced else None)
     f.gain = gain(ctx, files, excess, how, per=None)
@@ -59,14 +63,13 @@ def _reduced(ctx: Context, files: list[FileTotals]) -> list[Finding]:
             f"({pct(1 - mean / slow)} of the slowest rank's time above the mean; Drishti flags "
             f"{pct(th.STRAGGLER_SHARE)}); the slowest and fastest ranks' bytes differ by {pct(size_imb)} "
             f"(Drishti flags {pct(th.IMBALANCE_SIZE)})")
-    if size_imb <= th.IMBALANCE_SIZE:
-        text += CONTENTION.format(who="they", where="file's")
     return [_finding(ctx, [r[0] for r in rows], text, excess,
                      "if every rank spent the mean time on the shared files: the slowest rank's excess over the "
                      "mean, which the other ranks wait for", size_imb,
                      {"ranks": nranks, "slowest_rank": int(v(d, "POSIX_SLOWEST_RANK")), "slowest_io_time": slow,
                       "fastest_rank": int(v(d, "POSIX_FASTEST_RANK")), "fastest_io_time": fast,
-                      "mean_io_time": mean, "max_bytes_per_rank": bslow, "min_bytes_per_rank": bfast})]
+                      "mean_io_time": mean, "max_bytes_per_rank": bslow, "min_bytes_per_rank": bfast},
+                     "they", "file's")]
 
 
 def check(ctx: Context, files: list[FileTotals]) -> list[Finding]:
@@ -100,11 +103,10 @@ def check(ctx: Context, files: list[FileTotals]) -> list[Finding]:
             f"Drishti flags {pct(th.STRAGGLER_SHARE)}): in the I/O phases the other ranks wait up to "
             f"{secs(excess)} for it; bytes per rank differ by {pct(size_imb)} (Drishti flags "
             f"{pct(th.IMBALANCE_SIZE)})")
-    if size_imb <= th.IMBALANCE_SIZE:
-        text += CONTENTION.format(who="the ranks", where="files'")
     return [_finding(ctx, top, text, excess,
                      f"if every rank spent the mean I/O time: the slowest rank's excess over the mean, which the "
                      f"other {len(t) - 1} ranks wait for", size_imb,
                      {"ranks": len(t), "slowest_rank": ranks[slow], "slowest_io_time": tmax,
                       "fastest_rank": ranks[fast], "fastest_io_time": t[fast], "mean_io_time": mean,
-                      "max_bytes_per_rank": bmax, "min_bytes_per_rank": bmin})]
+                      "max_bytes_per_rank": bmax, "min_bytes_per_rank": bmin},
+                     "the ranks", "files'")]
