@@ -467,6 +467,16 @@ def test_redirected_output_under_buffer_mode_says_why():
                                                 "program's own output option)")
 
 
+def test_dd_redirected_under_buffer_mode(workdir, logdir):
+    """The same with the real shell and dd: the writes reach the file through the shell's descriptor."""
+    run(logdir, workdir, ["sh", "-c", f"dd if=/dev/zero bs=8k count=2000 > {workdir}/F 2>/dev/null"], mode="buffer")
+    f = findings(logdir)[0]
+    assert f["id"] == "small-writes" and f["evidence"]["counters"]["POSIX_WRITES"] == 2000
+    assert f["evidence"]["modes_in_effect"] == ["buffer"] and f["evidence"]["mode_did_not_act"] == 1
+    assert f["evidence"]["fallbacks"] == {"POSIX_FALLBACK_SHARED": 1}
+    assert "policy" not in f["fix"]["settings"] and f["expected_gain"] is None
+
+
 def test_gain_names_a_parallel_file_system():
     """Measured on Lustre: the gain holds there, and says so."""
     lg = redirected_dd("profile", None).logs[0]
