@@ -18,8 +18,6 @@ here rather than a default silently used in every process.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from sluice.errors import UserError
@@ -40,17 +38,19 @@ def generic_settings() -> list[Setting]:
     return [s for s in SETTINGS if s.env not in SPECIAL and (s.flag or s.toml)]
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)\s*$")
+_SHIFTS = {"": 0, "k": 10, "m": 20, "g": 30}
 
 
 def parse_size(text: str | int, what: str) -> int:
     """'4M' -> 4194304; the library's K/M/G suffixes (powers of 1024)."""
     if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
         return text
-    m = _SIZE.match(str(text))
-    if not m:
+    number = str(text).strip()
+    suffix = number[-1:].lower() if number[-1:].lower() in ("k", "m", "g") else ""
+    digits = number[:len(number) - len(suffix)].rstrip()
+    if not (digits.isascii() and digits.isdigit()):
         raise UserError(f"{what}: '{text}' is not a size (a number with an optional K, M or G suffix)")
-    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+    return int(digits) << _SHIFTS[suffix]
 
 
 def parse_policy_item(item: str) -> tuple[str, str]:
@@ -83,12 +83,14 @@ def setting_value(s: Setting, value: object, where: str) -> str:
     return text
 
 
-@dataclass
 class RunSettings:
-    mode: str = "profile"
-    paths: list[str] = field(default_factory=list)
-    policy: list[tuple[str, str]] = field(default_factory=list)
-    values: dict[str, str] = field(default_factory=dict)   # SLUICE_* -> text, from the table's settings
+    # (a plain class: dataclasses loads inspect, which `sluice run` would
+    # otherwise pay for at every start)
+    def __init__(self) -> None:
+        self.mode = "profile"
+        self.paths: list[str] = []
+        self.policy: list[tuple[str, str]] = []
+        self.values: dict[str, str] = {}   # SLUICE_* -> text, from the table's settings
 
     def env(self) -> dict[str, str]:
         """The SLUICE_* variables these settings set (besides mode and paths)."""

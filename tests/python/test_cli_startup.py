@@ -64,3 +64,38 @@ def test_the_probe_sees_heavy_imports(tmp_path):
     assert status == 0
     assert {"numpy", "rich", "sluice.report"} <= {m.split(".")[0] if not m.startswith("sluice.") else
                                                   ".".join(m.split(".")[:2]) for m in modules}
+
+
+def test_plain_run_arguments_are_parsed_without_click(tmp_path):
+    status, modules = run_and_list_modules("run", "--log-dir", "logs", "--", bin_path("sluice-io"),
+                                           f"creat:{tmp_path}/f", cwd=tmp_path)
+    assert status == 0 and "click" not in modules
+    # help and errors are click's
+    status, modules = run_and_list_modules("run", "--mode", "nope", "--", "true", cwd=tmp_path)
+    assert status == 2 and "click" in modules
+
+
+@pytest.mark.parametrize("args", [
+    ["--", "true"],
+    ["true", "-x", "--mode", "y"],
+    ["--mode", "stage", "--tier", "/t", "--", "prog", "--mode", "y"],
+    ["--mode=buffer", "--buffer-size=8M", "-q", "prog"],
+    ["--policy", "/a=stage", "--policy", "/b=buffer", "--path", "/a", "--path=/c", "prog"],
+    ["--include-runtime", "--detach", "--log-dir", "L", "--job-id", "J", "prog", "arg"],
+    ["--config", "c.toml", "--log-dir", "-odd-name", "prog"],
+])
+def test_the_quick_parser_reads_what_click_reads(args):
+    from sluice.cli import run
+
+    ctx = run._click_command().make_context("run", list(args))
+    assert run.quick_parse(list(args)) == ctx.params
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--help"], ["-h"], ["--bogus", "prog"], ["--mode", "nope", "prog"], ["--log-dir"], ["--quiet=1", "prog"],
+    ["-qq", "prog"], ["--mode"],
+])
+def test_the_quick_parser_leaves_help_and_errors_to_click(args):
+    from sluice.cli import run
+
+    assert run.quick_parse(list(args)) is None

@@ -13,8 +13,6 @@ import subprocess
 import sys
 import time
 
-import click
-
 from sluice.cli.output import next_steps, shown_dir
 from sluice.errors import UserError
 from sluice.generated import MODES as MODE_HELP
@@ -22,6 +20,11 @@ from sluice.runner import job_id_from_env, mpi_rank, new_job_id, sluice_env
 from sluice.settings import MODES, RunSettings, generic_settings, load_config, parse_policy_item, setting_value
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _say(message: str) -> None:
+    """One line of sluice's own on stderr (the program's output is on stdout)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def _prepare_log_dir(log_dir: str) -> str:
@@ -51,7 +54,7 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     if not cmd:
         raise UserError("no command given: sluice run [OPTIONS] -- CMD [ARGS...]")
     if "/" not in cmd[0] and not _on_path(cmd[0]):
-        click.echo(f"sluice: error: command not found: {cmd[0]}", err=True)
+        _say(f"sluice: error: command not found: {cmd[0]}")
         return 127
     d = _prepare_log_dir(log_dir)
     job = job_id or job_id_from_env() or new_job_id()
@@ -83,7 +86,7 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
         try:
             child.append(subprocess.Popen(cmd, env=env))
         except OSError as e:
-            click.echo(f"sluice: error: cannot run {cmd[0]}: {e.strerror}", err=True)
+            _say(f"sluice: error: cannot run {cmd[0]}: {e.strerror}")
             return 126 if isinstance(e, PermissionError) else 127
         for signum in early:
             forward(signum, None)
@@ -95,9 +98,9 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     rank = mpi_rank()
     if not quiet and (rank is None or rank == 0):
         n = _count_logs(d, job)
-        click.echo(f"sluice: job {job}: {n} log{'s' if n != 1 else ''} in {shown_dir(d)}/", err=True)
+        _say(f"sluice: job {job}: {n} log{'s' if n != 1 else ''} in {shown_dir(d)}/")
         if n:
-            click.echo(next_steps(d), err=True)
+            _say(next_steps(d))
     unpublished = _still_staged(env, started_ns, rc, quiet)
     if rc < 0:
         return 128 - rc
@@ -154,19 +157,17 @@ def _still_staged(env: dict[str, str], started_ns: int, rc: int, quiet: bool) ->
     if left and not quiet:
         status = f"; exit status {EXIT_UNPUBLISHED}" if rc == 0 else ""
         if failed:
-            click.echo(f"sluice: {_files(failed)} could not be published and "
-                       f"stay{'' if len(failed) != 1 else 's'} on the tier {tier.root}: {_some_paths(failed)}",
-                       err=True)
-            click.echo(f"sluice: sluice drain publishes {_them(failed)}{'' if abandoned else status}", err=True)
+            _say(f"sluice: {_files(failed)} could not be published and "
+                       f"stay{'' if len(failed) != 1 else 's'} on the tier {tier.root}: {_some_paths(failed)}")
+            _say(f"sluice: sluice drain publishes {_them(failed)}{'' if abandoned else status}")
         if abandoned:
             owners = "its process" if len({e.pid for e in abandoned}) == 1 else "their processes"
-            click.echo(f"sluice: {_files(abandoned)} the program wrote {'are' if len(abandoned) != 1 else 'is'} "
+            _say(f"sluice: {_files(abandoned)} the program wrote {'are' if len(abandoned) != 1 else 'is'} "
                        f"still on the tier {tier.root}, not published when {owners} ended: "
-                       f"{_some_paths(abandoned)}", err=True)
+                       f"{_some_paths(abandoned)}")
             still_open = any(e.state == "open" for e in abandoned)
-            click.echo(f"sluice: sluice recover {tier.root} publishes {_them(abandoned)}"
-                       f"{' (one still open at the end as NAME.sluice-incomplete)' if still_open else ''}{status}",
-                       err=True)
+            _say(f"sluice: sluice recover {tier.root} publishes {_them(abandoned)}"
+                       f"{' (one still open at the end as NAME.sluice-incomplete)' if still_open else ''}{status}")
     return bool(left)
 
 
@@ -199,46 +200,74 @@ def flag_help(text: str) -> str:
     return f"{head}{on}" + (f" (without it: {off})" if zero else "")
 
 
-def _generic_options(f):
-    """A `sluice run` option for every setting of the table with a flag
-    (src/core/config.def), besides the ones written out below."""
-    for s in reversed(generic_settings()):
-        if not s.flag:
-            continue
-        name = s.env.removeprefix("SLUICE_").lower()
-        if s.type == "BOOL":
-            f = click.option(s.flag, name, is_flag=True, default=None, help=flag_help(s.help))(f)
+# `sluice run`'s options, once: (flags, name, kind, metavar, help). kind:
+# "flag" (no value), "value", "many" (repeatable), "mode" (one of MODES).
+# Both the click command (help, and every error) and quick_parse() are made
+# from it, and from the settings table for the rest.
+OPTIONS = (
+    (("--mode",), "mode", "mode", None,
+     "What sluice does to the I/O: " + "; ".join(f"{m}: {h}" for m, h in MODE_HELP.items()) + "."),
+    (("--config",), "config_file", "value", "FILE",
+     "TOML file with the settings (docs/configuration.md lists its keys; options override it)."),
+    (("--policy",), "policy", "many", "PREFIX=MODE", "Mode for paths under PREFIX (repeatable; the longest prefix wins)."),
+    (("--path",), "paths", "many", "PREFIX", "Record only paths under PREFIX (repeatable; default: all but system paths)."),
+    (("--log-dir",), "log_dir", "value", None, "Where each process writes its log."),
+    (("--job-id",), "job_id", "value", None, "Job identifier (default: the launcher's, else a new one)."),
+    (("-q", "--quiet"), "quiet", "flag", None, "No messages from sluice."),
+)
+
+
+def _defaults() -> dict[str, object]:
+    values: dict[str, object] = {
+        "mode": None, "config_file": os.environ.get("SLUICE_CONFIG"), "policy": (), "paths": (),
+        "log_dir": os.environ.get("SLUICE_LOG_DIR", "sluice-logs"), "job_id": None, "quiet": False}
+    values.update((_generic_name(s), None) for s in generic_settings() if s.flag)
+    return values
+
+
+def _generic_name(s) -> str:
+    return s.env.removeprefix("SLUICE_").lower()
+
+
+def quick_parse(args: list[str]) -> dict[str, object] | None:
+    """The options and command of `sluice run ARGS` as the click command
+    would give them, without loading click (a few tens of milliseconds per
+    process of a job). None when click has to see the arguments: --help,
+    an unknown option, a missing or bad value, no command."""
+    kinds = {flag: (name, kind) for flags, name, kind, _, _ in OPTIONS for flag in flags}
+    kinds.update({s.flag: (_generic_name(s), "flag" if s.type == "BOOL" else "value")
+                  for s in generic_settings() if s.flag})
+    values = _defaults()
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] not in ("-", "--"):
+        name, eq, inline = args[i].partition("=") if args[i].startswith("--") else (args[i], "", "")
+        if name not in kinds:
+            return None
+        dest, kind = kinds[name]
+        if kind == "flag":
+            if eq:
+                return None
+            values[dest] = True
         else:
-            metavar = ("SIZE" if s.default[-1:] in ("K", "M", "G") else "N") if s.type == "INT" else "VALUE"
-            f = click.option(s.flag, name, default=None, metavar=metavar,
-                             help=f"{s.help} [{s.default or 'none'}]")(f)
-    return f
+            if not eq:
+                i += 1
+                if i == len(args):
+                    return None
+            value = inline if eq else args[i]
+            if kind == "mode" and value not in MODES:
+                return None
+            values[dest] = values[dest] + (value,) if kind == "many" else value   # type: ignore[operator]
+        i += 1
+    cmd = args[i + 1:] if i < len(args) and args[i] == "--" else args[i:]
+    if not cmd:
+        return None
+    values["cmd"] = tuple(cmd)
+    return values
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--mode", type=click.Choice(MODES), default=None,
-              help="What sluice does to the I/O: " + "; ".join(f"{m}: {h}" for m, h in MODE_HELP.items()) + ".")
-@click.option("--config", "config_file", default=lambda: os.environ.get("SLUICE_CONFIG"), metavar="FILE",
-              help="TOML file with the settings (docs/configuration.md lists its keys; options override it).")
-@click.option("--policy", "policy", multiple=True, metavar="PREFIX=MODE",
-              help="Mode for paths under PREFIX (repeatable; the longest prefix wins).")
-@click.option("--path", "paths", multiple=True, metavar="PREFIX",
-              help="Record only paths under PREFIX (repeatable; default: all but system paths).")
-@click.option("--log-dir", default=lambda: os.environ.get("SLUICE_LOG_DIR", "sluice-logs"),
-              show_default="sluice-logs", help="Where each process writes its log.")
-@click.option("--job-id", default=None, help="Job identifier (default: the launcher's, else a new one).")
-@click.option("-q", "--quiet", is_flag=True, help="No messages from sluice.")
-@_generic_options
-@click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
-def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], paths: tuple[str, ...],
-            log_dir: str, job_id: str | None, quiet: bool, cmd: tuple[str, ...], **generic: object) -> None:
-    """Run CMD unchanged under sluice and record its I/O on both sides.
-
-    \b
-    sluice run -- ./sim input.nml
-    mpirun -np 4 sluice run -- ./sim        (one log per rank)
-    sluice run -- mpirun -np 4 ./sim        (the same)
-    """
+def run_from_options(mode: str | None, config_file: str | None, policy: tuple[str, ...], paths: tuple[str, ...],
+                     log_dir: str, job_id: str | None, quiet: bool, cmd: tuple[str, ...], **generic: object) -> int:
+    """`sluice run` with its parsed options; the exit status."""
     s = load_config(config_file) if config_file else RunSettings()
     if mode:
         s.mode = mode
@@ -246,8 +275,54 @@ def command(mode: str | None, config_file: str | None, policy: tuple[str, ...], 
         s.paths = list(paths)
     s.policy += [parse_policy_item(p) for p in policy]
     for setting in generic_settings():
-        value = generic.get(setting.env.removeprefix("SLUICE_").lower())
+        value = generic.get(_generic_name(setting))
         if value is not None:
             s.values[setting.env] = setting_value(setting, value, setting.flag)
-    sys.exit(run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
-                 extra_env=s.env()))
+    return run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
+               extra_env=s.env())
+
+
+HELP = """Run CMD unchanged under sluice and record its I/O on both sides.
+
+    \b
+    sluice run -- ./sim input.nml
+    mpirun -np 4 sluice run -- ./sim        (one log per rank)
+    sluice run -- mpirun -np 4 ./sim        (the same)
+    """
+
+
+def _click_command():
+    """The click command, made from OPTIONS and the settings table."""
+    import click
+
+    def command(**options: object) -> None:
+        sys.exit(run_from_options(**options))   # type: ignore[arg-type]
+
+    command.__doc__ = HELP
+    f = click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)(command)
+    for s in reversed(generic_settings()):
+        if not s.flag:
+            continue
+        if s.type == "BOOL":
+            f = click.option(s.flag, _generic_name(s), is_flag=True, default=None, help=flag_help(s.help))(f)
+        else:
+            metavar = ("SIZE" if s.default[-1:] in ("K", "M", "G") else "N") if s.type == "INT" else "VALUE"
+            f = click.option(s.flag, _generic_name(s), default=None, metavar=metavar,
+                             help=f"{s.help} [{s.default or 'none'}]")(f)
+    for flags, name, kind, metavar, helptext in reversed(OPTIONS):
+        default = (lambda n=name: _defaults()[n]) if name in ("config_file", "log_dir") else None
+        if kind == "flag":
+            f = click.option(*flags, name, is_flag=True, help=helptext)(f)
+        else:
+            f = click.option(*flags, name, multiple=kind == "many", metavar=metavar, default=default,
+                             type=click.Choice(MODES) if kind == "mode" else None, help=helptext,
+                             show_default="sluice-logs" if name == "log_dir" else False)(f)
+    return click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})(f)
+
+
+def __getattr__(name: str) -> object:
+    # `command`, the verb's click command (cli/__init__.py), made when asked
+    # for: `sluice run`'s quick path never loads click
+    if name == "command":
+        return _click_command()
+    raise AttributeError(name)
