@@ -86,7 +86,8 @@ static struct {
     int count;                    /* staged files in the table */
     int drainers;                 /* threads running */
     int ending;                   /* process exit: no delay, everything goes */
-} st = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+} st = {.ownerfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
+        .done = PTHREAD_COND_INITIALIZER};
 
 /* Directories known to exist on the shared file system: a new file in one
  * costs no stat of its directory (most recent first, a small ring). */
@@ -1453,8 +1454,10 @@ static void stage_after_fork_child(void)
 {
     /* The parent's staged files stay the parent's: forget them here, and
      * its ownership lock with them (closing our copy leaves the parent's
-     * lock in place; the child takes its own at its first staged file). */
-    if (st.ownerfd >= 0) {
+     * lock in place; the child takes its own at its first staged file).
+     * (Every tier hears of every fork, set up or not: a tier that never
+     * initialised holds no descriptor.) */
+    if (st.usable && st.ownerfd >= 0) {
         sluice_privfd_close(st.ownerfd);
         st.ownerfd = -1;
     }

@@ -426,3 +426,28 @@ def test_a_forked_child_writes_the_file_its_parent_laid_out(tmp_path, mode):
             "data = open(p, 'rb').read(); print(len(data), data[1000:1010], data.count(b'child'))\n")
     cp = same_as_plain(tmp_path, mode, [sys.executable, "-c", prog, "{w}"])
     assert cp.stdout.strip() == "8192 b'childchild' 100"
+
+
+FORK_KEEPS_DESCRIPTORS = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    bad = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            bad.append(fd)
+    os._exit(len(bad))
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forked_child_keeps_its_standard_descriptors(mode, tmp_path):
+    """Every tier hears of every fork; one that never set itself up closed
+    descriptor 0 in each child (its lock's descriptor number was 0), so a
+    child lost its stdin and its next open got 0."""
+    cp = sluice("run", "--mode", mode, "--log-dir", str(tmp_path / "logs"), "--", sys.executable, "-c",
+                FORK_KEEPS_DESCRIPTORS, stdin=subprocess.DEVNULL)
+    assert cp.stdout.splitlines()[0] == "0"
