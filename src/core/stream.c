@@ -108,6 +108,18 @@ struct sluice_record *sluice_stream_remove(FILE *fp, void **buf, size_t *buf_siz
     return rec;
 }
 
+void sluice_streams_each(void (*fn)(struct sluice_stream *s, void *arg), void *arg)
+{
+    if (atomic_load(&nstreams) == 0)
+        return;
+    for (int i = 0; i < STREAM_SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        for (struct sluice_stream *s = shards[i].head; s; s = s->next)
+            fn(s, arg);
+        pthread_mutex_unlock(&shards[i].lock);
+    }
+}
+
 void sluice_streams_after_fork_child(void)
 {
     shards_init();

@@ -36,6 +36,10 @@ void sluice_stream_add(FILE *fp, struct sluice_record *rec, int64_t pos, void *b
  * done with it). */
 struct sluice_record *sluice_stream_remove(FILE *fp, void **buf, size_t *buf_size);
 
+/* fn on every recorded stream (a shard's lock held: fn must not open or
+ * close streams). */
+void sluice_streams_each(void (*fn)(struct sluice_stream *s, void *arg), void *arg);
+
 void sluice_streams_after_fork_child(void);
 
 #endif

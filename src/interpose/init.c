@@ -28,6 +28,7 @@
 #include "core/stack.h"
 #include "core/stream.h"
 #include "interpose/interpose.h"
+#include "interpose/stdio_kernel.h"
 #include "logfmt/writer.h"
 #include "sluice/sluice_logfmt.h"
 #include "sys/umask.h"
@@ -203,6 +204,8 @@ int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long
      * still be recorded, and descriptors the next program image (or a late
      * destructor) inherits point where the application left them. */
     sluice__guard++;
+    if (end_reason == SLUICE_END_EXIT)
+        stream_flush_all_at_exit();
     (void)sluice_stack_quiesce(SLUICE_QUIESCE_END |
                                (end_reason == SLUICE_END_SIGNAL || end_reason == SLUICE_END_FATAL ? SLUICE_QUIESCE_SIGNAL
                                                                                                   : 0));

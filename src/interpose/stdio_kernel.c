@@ -135,3 +135,24 @@ void stream_kernel_count(struct sluice_stream *s, FILE *fp, const struct stream_
     if (seeks > 0)
         sluice_count_meta(r, SLUICE_SIDES_FS, STDIO_SEEKS, t0, t1);
 }
+
+static void stream_flush_at_exit(struct sluice_stream *s, void *arg)
+{
+    struct stream_snap before;
+    FILE *fp = s->fp;
+
+    (void)arg;
+    if (!fp)
+        return;
+    stream_snap_take(fp, &before);
+    if (pending_writes(&before) == 0)
+        return;   /* exit() flushes only streams holding written bytes */
+    uint64_t t0 = sluice_now();
+    (void)fflush_unlocked(fp);   /* unlocked, as exit() does: a thread may hold the lock */
+    stream_kernel_count(s, fp, &before, 0, 0, STREAM_K_IO, t0, sluice_now());
+}
+
+void stream_flush_all_at_exit(void)
+{
+    sluice_streams_each(stream_flush_at_exit, NULL);
+}

@@ -64,4 +64,11 @@ int stream_reaches_fs(int fd);
 void stream_kernel_count(struct sluice_stream *s, FILE *fp, const struct stream_snap *before, int64_t app_wrote,
                          int64_t app_read, enum stream_kernel_call call, uint64_t t0, uint64_t t1);
 
+/* exit(): the C library writes what streams still hold only after the
+ * destructors ran: too late for the log and, in stage mode, after the tier
+ * published the file (those bytes were lost). Recorded streams holding
+ * written bytes are flushed first, as exit() itself would, and counted.
+ * Not at exec, _exit or a fatal signal: they drop the bytes, plain too. */
+void stream_flush_all_at_exit(void);
+
 #endif

@@ -1,9 +1,11 @@
 /*
  * Writes a file, closes it, then dies of a signal: SIGSEGV (a null
  * pointer), SIGABRT (abort) or SIGBUS/SIGFPE (raised). Its log must still
- * be written (tests/python/test_profile_truth.py).
+ * be written (tests/python/test_profile_truth.py). With "noclose" it
+ * leaves the stream open and returns from main: exit() writes what the
+ * stream holds.
  *
- *   crash_after_close FILE segv|abort|bus|fpe
+ *   crash_after_close FILE segv|abort|bus|fpe|noclose
  */
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,8 @@ int main(int argc, char **argv)
         return 1;
     for (int i = 0; i < 100; i++)
         fprintf(f, "line %d\n", i);
+    if (strcmp(argv[2], "noclose") == 0)
+        return 0;
     fclose(f);
     if (strcmp(argv[2], "abort") == 0)
         abort();

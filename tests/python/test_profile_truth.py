@@ -138,3 +138,20 @@ def test_output_redirected_by_the_shell_is_profiled(mode, workdir, logdir):
     # the shell's two opens, the first dd's 100 writes and the second's one
     assert (e["app"]["POSIX_OPENS"], e["app"]["POSIX_WRITES"], e["app"]["POSIX_BYTES_WRITTEN"]) == (2, 101, 819205)
     assert e["app"]["POSIX_MAX_BYTE_WRITTEN"] == 819204
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_stream_left_open_at_exit_keeps_its_bytes_and_its_write(mode, workdir, logdir):
+    """exit() writes what an unclosed stream holds after the destructors:
+    under stage that was after the publish, and the bytes were lost."""
+    out = workdir / "out.txt"
+    sluice("run", "--mode", mode, "--log-dir", str(logdir), "--path", str(workdir), "--",
+           bin_path("crash_after_close"), str(out), "noclose")
+    if mode in ("stage", "auto"):
+        sluice("wait")
+    assert out.read_bytes() == b"".join(b"line %d\n" % i for i in range(100))
+    e = file_entry(report_json(logdir), out)
+    assert (e["app"]["STDIO_WRITES"], e["app"]["STDIO_BYTES_WRITTEN"]) == (100, 790)
+    fs_writes = e["fs"].get("STDIO_WRITES", 0) + e["fs"].get("POSIX_WRITES", 0)
+    fs_bytes = e["fs"].get("STDIO_BYTES_WRITTEN", 0) + e["fs"].get("POSIX_BYTES_WRITTEN", 0)
+    assert (fs_writes, fs_bytes) == (1, 790)
