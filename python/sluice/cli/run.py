@@ -1,12 +1,15 @@
 """`sluice run`: run a command under libsluice and exit with its status.
 
-It starts before the program and waits for it, so it imports only what it
-needs to: no report, advise or plotting machinery, and the stage-mode
-modules only in stage mode (tests/python/test_cli_startup.py checks).
+It starts before the program and waits for it, in every process of a job,
+so it loads only what it needs: plain arguments are read by quick_parse()
+without click (click makes the command for --help and errors), the
+stage-mode modules are loaded only in stage mode, and no report, advise or
+plotting machinery ever (tests/python/test_cli_startup.py checks).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -291,6 +294,7 @@ HELP = """Run CMD unchanged under sluice and record its I/O on both sides.
     """
 
 
+@functools.cache
 def _click_command():
     """The click command, made from OPTIONS and the settings table."""
     import click
