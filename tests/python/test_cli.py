@@ -210,6 +210,8 @@ def test_a_flag_says_what_it_does_not_which_value_means_what():
             "server directory, $HOME/.openmpi and $HOME/.pmix: shared-memory segments, locks, parameter files) "
             "(without it: leave them out, they are not the program's)") in text
     assert "--detach stage mode: exit without waiting for publishing (`sluice drain` finishes it) --" in text
+    assert ("--stage-fsync stage mode: fsync each published file before its tier copy is dropped (a round trip per "
+            "file; without it: the durability of the program's own close) --") in text
     assert "1: " not in text
 
 

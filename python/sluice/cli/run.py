@@ -200,7 +200,11 @@ def flag_help(text: str) -> str:
     if not one:
         return text
     on, zero, off = rest.partition("; 0: ")
-    return f"{head}{on}" + (f" (without it: {off})" if zero else "")
+    if not zero:
+        return f"{head}{on}"
+    if on.count("(") > on.count(")"):   # "1: ... (a cost; 0: ...)"
+        return f"{head}{on}; without it: {off}"
+    return f"{head}{on} (without it: {off})"
 
 
 # `sluice run`'s options, once: (flags, name, kind, metavar, help). kind:
