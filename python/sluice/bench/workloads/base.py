@@ -27,6 +27,7 @@ from sluice import paths
 from sluice.bench.caches import CacheDropper
 from sluice.bench.variants import Variant
 from sluice.errors import UserError
+from sluice.testbed import clientstats
 
 _SIZE = re.compile(r"^(\d+)\s*([kKmMgGtT]?)(i?B)?$")
 _SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
@@ -136,6 +137,8 @@ class RunContext:
             log_dir.mkdir(parents=True, exist_ok=True)
         cmd = variant.command(argv, log_dir, [self.workdir]) if variant is not None else list(argv)
         env = variant.env() if variant is not None else None
+        client = clientstats.Counter(self.workdir)
+        client.start()
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=self.timeout)
@@ -144,6 +147,7 @@ class RunContext:
         except subprocess.TimeoutExpired:
             raise UserError(f"{Path(argv[0]).name} did not finish within {self.timeout:.0f} s") from None
         wall = time.perf_counter() - t0
+        client.stop()
         if proc.returncode != 0:
             tail = "; ".join(proc.stderr.strip().splitlines()[-3:]) or f"exit status {proc.returncode}"
             raise UserError(f"{' '.join(cmd[:1] + cmd[1:8])} ... failed: {tail}")
@@ -153,6 +157,9 @@ class RunContext:
         data["wall_seconds"] = wall
         data["argv"] = [Path(argv[0]).name, *argv[1:]]
         data["as_variant"] = variant.name if variant is not None else None
+        if client.ops is not None:
+            # the requests the file system's own client received (MooseFS .stats)
+            data["client_ops"] = client.ops
         if log_dir is not None:
             logs = list(log_dir.glob("*.sluice"))
             data["sluice_logs"] = len(logs)

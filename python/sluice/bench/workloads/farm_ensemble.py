@@ -28,15 +28,9 @@ from sluice.bench.workloads.base import Metric, Param, RunContext, Workload
 from sluice.bench.workloads.smallio import WALL
 from sluice.errors import UserError
 from sluice.testbed import client_ops
+from sluice.testbed.clientstats import META_OPS
 
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader"}
-# Requests a metadata server answers (MooseFS client counters, fuse_ops.*):
-# name lookups and attributes, namespace changes, opens. Not counted:
-# release/flush (the client's own bookkeeping at close) and getxattr, which
-# the kernel sends before every write (security.capability) in both runs.
-FUSE_META_OPS = ("lookup", "getattr", "setattr", "mknod", "mkdir", "unlink", "rmdir", "symlink", "readlink", "rename",
-                 "link", "create", "open", "opendir", "readdir", "readdirplus", "access", "setxattr", "listxattr",
-                 "removexattr")
 
 
 class FarmEnsemble(Workload):
@@ -110,7 +104,7 @@ class FarmEnsemble(Workload):
         if before is not None and after is not None:
             delta = {k: after[k] - before.get(k, 0) for k in after}
             data["fuse_ops"] = {k: v for k, v in delta.items() if v}
-            meta, total = sum(delta.get(k, 0) for k in FUSE_META_OPS), sum(delta.values())
+            meta, total = sum(delta.get(k, 0) for k in META_OPS), sum(delta.values())
         else:
             io = s.get("io") or {}
             meta = io["fs"]["metadata_ops"] if io.get("logs") else None
