@@ -114,8 +114,11 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
 
 def _count_logs(log_dir: str, job: str) -> int:
     prefix = _log_prefix(job)
-    with os.scandir(log_dir) as it:
-        return sum(1 for e in it if e.name.startswith(prefix) and e.name.endswith(".sluice"))
+    try:
+        with os.scandir(log_dir) as it:
+            return sum(1 for e in it if e.name.startswith(prefix) and e.name.endswith(".sluice"))
+    except OSError:   # the program removed it, say
+        return 0
 
 
 # `sluice run`'s own exit status when the program succeeded but some file it
