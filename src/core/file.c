@@ -189,6 +189,28 @@ void sluice_fd_forget(int fd)
     adopt_recheck(fd);
 }
 
+int64_t sluice_fd_position(int fd)
+{
+    char name[64], buf[256];
+    int64_t pos = -1;
+    ssize_t n;
+    int pfd;
+
+    snprintf(name, sizeof name, "/proc/self/fdinfo/%d", fd);
+    if ((pfd = SLUICE_REAL(open)(name, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = SLUICE_REAL(read)(pfd, buf, sizeof buf - 1);
+    SLUICE_REAL(close)(pfd);
+    if (n > 4 && strncmp(buf, "pos:", 4) == 0) {
+        buf[n] = '\0';
+        pos = 0;
+        for (const char *p = buf + 4; *p == ' ' || *p == '\t' || (*p >= '0' && *p <= '9'); p++)
+            if (*p >= '0' && *p <= '9')
+                pos = pos * 10 + (*p - '0');
+    }
+    return pos;
+}
+
 /* A regular file behind fd that the process did not open itself (it
  * inherited it: a shell's `> F`; or a parent's descriptor): recorded from
  * now on, as the path it names, through the pass-through stack. */
@@ -217,10 +239,10 @@ static struct sluice_file *fd_adopt(int fd)
             sluice_file_put(f);
         return NULL;
     }
-    off_t pos = SLUICE_REAL(lseek)(fd, 0, SEEK_CUR);
+    int64_t pos = sluice_fd_position(fd);
     f->rec = rec;
     f->flags = flags;
-    atomic_store(&f->pos, pos >= 0 ? (int64_t)pos : 0);
+    atomic_store(&f->pos, pos >= 0 ? pos : 0);
     f->fork_gen = sluice_fork_gen;
     f->fd = fd;
     atomic_fetch_add(&rec->open_files, 1);

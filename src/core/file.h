@@ -128,6 +128,11 @@ int sluice_fd_close(int fd);
  * dup2 closed it: the caller forgets it first with sluice_fd_drop().) */
 void sluice_fd_dup(int oldfd, int newfd);
 
+/* fd's file position, from /proc/self/fdinfo: no call on the file itself
+ * (an lseek or fstat the file system would see and the program did not
+ * make); -1 if unknown. */
+int64_t sluice_fd_position(int fd);
+
 /* The highest descriptor number the table has held (bounds range scans). */
 int sluice_fd_high(void);
 

@@ -86,14 +86,22 @@ static void stream_buffer_release(void *buf, size_t size)
         sluice_stack_stream_buffer_free(buf, size);
 }
 
-/* Where a newly opened stream starts: at the end in append mode. */
+/* Where a newly opened stream starts: at the end in append mode. An "a"
+ * stream's open left the descriptor there (the C library seeks to the end):
+ * its position is read without a call the file system would see; "a+"
+ * streams do not seek, and their size is asked. */
 static int64_t stream_start_pos(FILE *fp, const char *mode)
 {
     struct stat st;
 
-    if (mode && mode[0] == 'a')
-        return SLUICE_REAL(fstat)(fileno(fp), &st) == 0 ? (int64_t)st.st_size : -1;
-    return 0;
+    if (!mode || mode[0] != 'a')
+        return 0;
+    if (!strchr(mode, '+')) {
+        int64_t pos = sluice_fd_position(fileno(fp));
+        if (pos >= 0)
+            return pos;
+    }
+    return SLUICE_REAL(fstat)(fileno(fp), &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
 /* The C library opened the stream's descriptor behind the public open():
@@ -422,6 +430,52 @@ SLUICE_EXPORT int fclose(FILE *fp)
     return rc;
 }
 
+/* stdin, stdout and stderr: streams the program did not open. When the
+ * descriptor under one is a recorded regular file (a shell's
+ * `model > run.log`), the stream is recorded from its first call on, as
+ * that file. Looked at once per stream and process image (freopen goes
+ * through our wrapper). */
+static _Atomic int std_looked[3];
+
+static struct sluice_stream *stream_adopt_std(FILE *fp)
+{
+    struct sluice_record *rec;
+    struct sluice_file *f;
+    struct stat st;
+    int fd = fileno(fp);
+
+    if (fd < 0 || (f = sluice_fd_get_adopt(fd)) == NULL)
+        return NULL;
+    if ((rec = sluice_record_get(SLUICE_MOD_STDIO, f->rec->path)) != NULL) {
+        sluice_record_split_sides(rec);
+        /* (the position as the descriptor's record tracks it: no lseek
+         * the kernel would see and the program did not make) */
+        int64_t pos = !(f->flags & O_APPEND) ? atomic_load(&f->pos)
+                      : SLUICE_REAL(fstat)(fd, &st) == 0 ? (int64_t)st.st_size : -1;
+        sluice_stream_add(fp, rec, pos, NULL, 0);
+    }
+    sluice_file_put(f);
+    return sluice_stream_get(fp);
+}
+
+/* The recorded stream fp, or NULL. */
+static struct sluice_stream *stream_lookup(FILE *fp)
+{
+    struct sluice_stream *s = sluice_stream_get(fp);
+    int i;
+
+    if (s || !fp)
+        return s;
+    i = fp == stdout ? 1 : fp == stderr ? 2 : fp == stdin ? 0 : -1;
+    if (i < 0 || atomic_load_explicit(&std_looked[i], memory_order_relaxed) || atomic_exchange(&std_looked[i], 1) ||
+        sluice_in_vfork_child())
+        return NULL;
+    sluice__guard++;
+    s = stream_adopt_std(fp);
+    sluice__guard--;
+    return s;
+}
+
 /* ------------------------------------------------------------------ data */
 
 /* Count a transfer of `bytes` on a stream; `failed` when the call reported
@@ -455,7 +509,7 @@ static void stream_done(FILE *fp, struct sluice_stream *s, const struct stream_s
         int saved_;                                            \
         uint64_t t0_;                                          \
         type ret;                                              \
-        if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
+        if (!sluice_active() || !(s_ = stream_lookup(fp))) \
             return realcall;                                   \
         saved_ = errno;                                        \
         stream_snap_take(fp, &before_);                        \
@@ -596,6 +650,44 @@ SLUICE_EXPORT int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...)
     return rc;
 }
 
+SLUICE_EXPORT int vprintf(const char *fmt, va_list ap)
+{
+    STREAM_IO(stdout, int, SLUICE_REAL(vprintf)(fmt, ap), SLUICE_WRITE, ret < 0 ? 0 : ret, ret < 0);
+}
+
+SLUICE_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
+{
+    STREAM_IO(stdout, int, SLUICE_REAL(__vprintf_chk)(flag, fmt, ap), SLUICE_WRITE, ret < 0 ? 0 : ret, ret < 0);
+}
+
+SLUICE_EXPORT int printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vprintf(fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+SLUICE_EXPORT int __printf_chk(int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = __vprintf_chk(flag, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+SLUICE_EXPORT int puts(const char *str)
+{
+    STREAM_IO(stdout, int, SLUICE_REAL(puts)(str), SLUICE_WRITE, ret == EOF ? 0 : strlen(str) + 1, ret == EOF);
+}
+
+SLUICE_EXPORT int putchar(int c)
+{
+    STREAM_IO(stdout, int, SLUICE_REAL(putchar)(c), SLUICE_WRITE, ret == EOF ? 0 : 1, ret == EOF);
+}
+
 /* fscanf: bytes consumed are the change of the stream position. */
 static int wrap_vfscanf(FILE *fp, const char *fmt, va_list ap, int (*real)(FILE *, const char *, va_list))
 {
@@ -604,7 +696,7 @@ static int wrap_vfscanf(FILE *fp, const char *fmt, va_list ap, int (*real)(FILE 
     uint64_t t0;
     long before, after;
 
-    if (!sluice_active() || !(s = sluice_stream_get(fp)))
+    if (!sluice_active() || !(s = stream_lookup(fp)))
         return real(fp, fmt, ap);
     struct stream_snap snap;
     before = SLUICE_REAL(ftell)(fp);
@@ -676,7 +768,7 @@ static void stream_meta(struct sluice_stream *s, FILE *fp, const struct stream_s
         struct stream_snap before_;                            \
         int saved_ = errno, rc_;                               \
         uint64_t t0_;                                          \
-        if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
+        if (!sluice_active() || !(s_ = stream_lookup(fp))) \
             return realcall;                                   \
         stream_snap_take(fp, &before_);                        \
         t0_ = sluice_now();                                    \
@@ -709,7 +801,7 @@ SLUICE_EXPORT void rewind(FILE *fp)
     int saved = errno;
     uint64_t t0;
 
-    if (!sluice_active() || !(s = sluice_stream_get(fp))) {
+    if (!sluice_active() || !(s = stream_lookup(fp))) {
         SLUICE_REAL(rewind)(fp);
         return;
     }
@@ -727,7 +819,7 @@ SLUICE_EXPORT void rewind(FILE *fp)
         int saved_ = errno;                                    \
         uint64_t t0_;                                          \
         type ret_;                                             \
-        if (!sluice_active() || !(s_ = sluice_stream_get(fp))) \
+        if (!sluice_active() || !(s_ = stream_lookup(fp))) \
             return realcall;                                   \
         stream_snap_take(fp, &before_);                        \
         t0_ = sluice_now();                                    \
@@ -759,7 +851,7 @@ SLUICE_EXPORT int fflush(FILE *fp)
     int saved = errno, rc;
     uint64_t t0;
 
-    if (!sluice_active() || !(s = sluice_stream_get(fp)))
+    if (!sluice_active() || !(s = stream_lookup(fp)))
         return SLUICE_REAL(fflush)(fp);
     struct stream_snap before;
     stream_snap_take(fp, &before);

@@ -45,6 +45,8 @@ char *__fgets_chk(char *s, size_t size, int n, FILE *fp);
 char *__fgets_unlocked_chk(char *s, size_t size, int n, FILE *fp);
 int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...);
 int __vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap);
+int __printf_chk(int flag, const char *fmt, ...);
+int __vprintf_chk(int flag, const char *fmt, va_list ap);
 int __isoc99_fscanf(FILE *fp, const char *fmt, ...);
 int __isoc99_vfscanf(FILE *fp, const char *fmt, va_list ap);
 int _IO_putc(int c, FILE *fp);

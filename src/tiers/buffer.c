@@ -93,8 +93,11 @@ static void desc_sync_position(struct buffer_desc *d)
 {
     struct sluice_file *f = d->file;
 
-    /* O_APPEND too: reads use the position, and our appends moved it. */
-    (void)SLUICE_REAL(lseek)(f->fd, (off_t)atomic_load(&f->pos), SEEK_SET);
+    /* O_APPEND too: reads use the position, and our appends moved it.
+     * The file system saw this seek: an fs-side one. */
+    uint64_t t0 = sluice_now();
+    if (SLUICE_REAL(lseek)(f->fd, (off_t)atomic_load(&f->pos), SEEK_SET) >= 0)
+        sluice_count_meta(f->rec, SLUICE_SIDES_FS, POSIX_SEEKS, t0, sluice_now());
 }
 
 /* Reasons for d to go straight through; 0 when buffered. */

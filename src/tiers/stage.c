@@ -955,6 +955,7 @@ static void move_description(struct sluice_file *g, void *arg)
         return;
     pos = SLUICE_REAL(lseek)(g->fd, 0, SEEK_CUR);
     fdflags = SLUICE_REAL(fcntl)(g->fd, F_GETFD);
+    uint64_t t0 = sluice_now();
     nfd = SLUICE_REAL(open)(m->s->e.path, (g->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
     if (nfd < 0 || SLUICE_REAL(dup3)(nfd, g->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
         if (!m->rc)
@@ -964,8 +965,13 @@ static void move_description(struct sluice_file *g, void *arg)
         return;
     }
     SLUICE_REAL(close)(nfd);
-    if (pos >= 0)
-        SLUICE_REAL(lseek)(g->fd, pos, SEEK_SET);
+    /* the file system saw the open, and the seek to where the program was */
+    sluice_count_open(g->rec, SLUICE_SIDES_FS, t0, sluice_now());
+    if (pos >= 0) {
+        t0 = sluice_now();
+        if (SLUICE_REAL(lseek)(g->fd, pos, SEEK_SET) >= 0)
+            sluice_count_meta(g->rec, SLUICE_SIDES_FS, POSIX_SEEKS, t0, sluice_now());
+    }
     /* (a number the program dup'ed would still name the tier's file: the
      * kernel, stdio or an exec'd image would write the data file the
      * publish removes) */

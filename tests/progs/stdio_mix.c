@@ -3,7 +3,8 @@
  * (tests/python/test_profile_truth.py compares it with strace): many small
  * fprintf, fwrite below, across and above the buffer size, fflush, fputc,
  * fread small and large, a seek into the middle of a block, ftell, fgets to
- * the end, append, and a read-then-write stream.
+ * the end, append, and a read-then-write stream; then printf, puts and
+ * putchar on stdout.
  *
  *   stdio_mix DIR
  */
@@ -42,5 +43,9 @@ int main(int argc, char **argv) {
     f = fopen(path, "r+");                        /* read, then write */
     fgets(line, sizeof line, f); fseek(f, 0, SEEK_CUR); fputs("XX", f); rewind(f); fgets(line, sizeof line, f);
     fclose(f);
+    for (int i = 0; i < 300; i++)                 /* stdout: a file when the shell redirects it */
+        printf("summary %d\n", i);
+    puts("done");
+    putchar('\n');
     return 0;
 }

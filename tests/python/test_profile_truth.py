@@ -26,6 +26,8 @@ PROGRAMS = {
     "fortran": ["fortran_io", "{dir}"],
     "hdf5": ["h5_write", "{dir}/a.h5"],
     "netcdf4": ["nc_write", "-4", "{dir}/a.nc"],
+    # `model > run.log`: stdout is a file the program did not open
+    "stdout-redirected": ["/bin/sh", "-c", "exec {stdio_mix} {dir} > {dir}/run.log"],
 }
 
 # What only sluice does or knows: its own bookkeeping counters, and times.
@@ -35,7 +37,8 @@ SLUICE_ONLY = ("_F_", "_TIME_SIZE", "STAGED", "FALLBACK", "AUTO_", "KERNEL_COPIE
 
 def _argv(name: str, data: Path) -> list[str]:
     prog, *args = PROGRAMS[name]
-    return [bin_path(prog), *(a.format(dir=data) for a in args)]
+    return [prog if prog.startswith("/") else bin_path(prog),
+            *(a.format(dir=data, stdio_mix=bin_path("stdio_mix")) for a in args)]
 
 
 def _run_traced(mode: str, name: str, tmp_path: Path) -> tuple[dict, dict, Path]:
