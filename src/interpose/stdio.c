@@ -203,10 +203,12 @@ static FILE *stream_of_file(struct sluice_file *f, int fd, const char *mode)
     if (!fp)
         saved = errno;
     if (rec && fp) {
-        /* (an O_APPEND description writes at the end, wherever it stands) */
+        /* The description's position as its record tracks it (no lseek the
+         * file system would see); an O_APPEND one writes at the end,
+         * wherever it stands. */
         struct stat st;
-        off_t pos = !(SLUICE_REAL(fcntl)(fd, F_GETFL) & O_APPEND) ? SLUICE_REAL(lseek)(fd, 0, SEEK_CUR)
-                    : SLUICE_REAL(fstat)(fd, &st) == 0 ? st.st_size : -1;
+        int64_t pos = !(f->flags & O_APPEND) ? atomic_load(&f->pos)
+                      : SLUICE_REAL(fstat)(fd, &st) == 0 ? (int64_t)st.st_size : -1;
         /* the kernel opened nothing: the descriptor was open */
         sluice_count_open(rec, SLUICE_SIDES_APP, t0, sluice_now());
         sluice_stream_add(fp, rec, pos, NULL, 0);
