@@ -213,6 +213,13 @@ def test_the_kernel_calls_are_as_measured(app, runs):
     for mode in ("plain", *MODES):
         got = {n: (c["writes"], c["reads"]) for n, c in runs[mode].kernel.items()}
         assert got == KERNEL[app.name][mode], f"{app.name} under {mode}"
+    # profile passes every call through: the kernel saw the plain run's calls
+    # (the bytes of a file with timings in it aside)
+    for name in _outputs(app):
+        plain, profile = runs["plain"].kernel[name], runs["profile"].kernel[name]
+        if name in app.varying:
+            plain, profile = ({k: v for k, v in c.items() if not k.startswith("bytes")} for c in (plain, profile))
+        assert profile == plain, f"{app.name} {name}: profile {profile}, plain {plain}"
     for mode in MODES:
         report, kernel = runs[mode].report, runs[mode].kernel
         assert report is not None
