@@ -154,24 +154,10 @@ KERNEL = {
 KERNEL["lammps"]["plain"] = KERNEL["lammps"]["profile"]
 KERNEL["gmx_like"]["plain"] = KERNEL["gmx_like"]["profile"]
 
-# Where sluice's fs side is known to differ from strace (the owner of the
-# code is told; test_known_gaps fails once it is fixed, to drop the entry):
-# under stage, fopen(path, "r") of a file the tier does not hold opens it
-# through the stack, then stream_of_file (src/interpose/stdio.c) asks the
-# stream's position with lseek(fd, 0, SEEK_CUR): the kernel saw one lseek
-# on in.melt that the fs side does not count.
-KNOWN_GAPS = {("lammps", "stage", "in.melt"): {"seeks": 1}}
-
-
 def app_counters(entry: dict) -> dict:
     """The app side's counters that moved, less times, access patterns and
     the stage tier's own bookkeeping (POSIX_STAGED_OPENS)."""
     return {k: v for k, v in nonzero(entry["app"]).items() if "STAGED" not in k}
-
-
-def _fs_and_strace(run: Run, name: str) -> tuple[dict[str, int], dict[str, int]]:
-    got = fs_side(run.entry(name))
-    return got, {k: run.kernel.get(name, {}).get(k, 0) for k in got}
 
 
 def _errors(report: dict) -> int:
@@ -191,19 +177,9 @@ def test_the_fs_side_is_what_strace_saw(app, runs, mode):
     run = runs[mode]
     assert run.names() == _outputs(app) and set(run.kernel) == _outputs(app), (run.names(), set(run.kernel))
     for name in sorted(_outputs(app)):
-        got, want = _fs_and_strace(run, name)
-        gap = KNOWN_GAPS.get((app.name, mode, name), {})
-        want = {k: v - gap.get(k, 0) for k, v in want.items()}
+        got = fs_side(run.entry(name))
+        want = {k: run.kernel[name][k] for k in got}
         assert got == want, f"{app.name} under {mode}, {name}: sluice's fs side {got}, strace {want}"
-
-
-@pytest.mark.xfail(strict=True, reason="stage: the lseek(fd, 0, SEEK_CUR) after fopen(\"r\") of a file not "
-                   "on the tier is not on the fs side (KNOWN_GAPS)")
-@pytest.mark.parametrize("app_name,mode,name", list(KNOWN_GAPS))
-def test_known_gaps(app_name, mode, name, request):
-    run = request.getfixturevalue({"lammps": "lammps", "gmx_like": "gmx"}[app_name])[mode]
-    got, want = _fs_and_strace(run, name)
-    assert got == want, f"{app_name} under {mode}, {name}: sluice's fs side {got}, strace {want}"
 
 
 def test_the_kernel_calls_are_as_measured(app, runs):
