@@ -62,7 +62,8 @@ enum sluice_log_region_type {
  *   then nstrings × { u16 key_len, key, u32 value_len, value }
  * keys: job_id, host, exe, cmdline, mode, paths, version, policy (the
  * SLUICE_POLICY rules in effect), uid (decimal), and, after a fatal signal,
- * signal (its name: "SIGSEGV", ...)
+ * signal (its name: "SIGSEGV", ...); runtime_left_out (decimal, when not 0):
+ * calls on the interpreter's own files left out of the records
  */
 enum sluice_log_end_reason {
     SLUICE_END_EXIT = 1,     /* normal exit (destructor) */

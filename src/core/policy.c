@@ -119,6 +119,7 @@ static struct prefix runtime_trees[RUNTIME_TREES_MAX];
 static atomic_int nruntime_trees;                           /* entries below it are complete */
 static atomic_flag runtime_tree_adding = ATOMIC_FLAG_INIT;  /* one writer at a time */
 static int runtime_files_kept;                              /* SLUICE_RUNTIME_FILES=1 */
+static atomic_long runtime_left_out;                        /* calls on such files not recorded */
 static char cwd_at_load[PATH_MAX];                          /* "" if unknown */
 static char home_at_load[PATH_MAX];                         /* "" if unset */
 
@@ -347,15 +348,26 @@ int sluice_policy_records(const char *abs_path)
     for (int i = 0; i < nruntime; i++)
         if (under(abs_path, &runtime_dirs[i]))
             return 0;
-    if (!runtime_files_kept && runtime_file(abs_path))
-        return 0;
+    int runtime = !runtime_files_kept && runtime_file(abs_path);
+    int recorded;
     if (ninclude > 0) {
-        for (int i = 0; i < ninclude; i++)
-            if (under(abs_path, &includes[i]))
-                return 1;
+        recorded = 0;
+        for (int i = 0; i < ninclude && !recorded; i++)
+            recorded = under(abs_path, &includes[i]);
+    } else {
+        recorded = !under_system(abs_path);
+    }
+    if (recorded && runtime) {
+        /* left out, and said so in one line of the report */
+        atomic_fetch_add_explicit(&runtime_left_out, 1, memory_order_relaxed);
         return 0;
     }
-    return !under_system(abs_path);
+    return recorded;
+}
+
+long sluice_policy_runtime_left_out(void)
+{
+    return atomic_load_explicit(&runtime_left_out, memory_order_relaxed);
 }
 
 /* ---- modes ---- */

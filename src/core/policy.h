@@ -19,6 +19,10 @@ int sluice_policy_init(const char *paths, const char *log_dir, int runtime_files
 /* 1 if I/O on this absolute normalised path is recorded. */
 int sluice_policy_records(const char *abs_path);
 
+/* How many times sluice_policy_records left a path out because it is the
+ * interpreter's own (a call on it the profile does not show). */
+long sluice_policy_runtime_left_out(void);
+
 /* Quick test on the path exactly as the program passed it: 1 when it is
  * certainly not recorded (an absolute path under a system prefix), so the
  * common case costs no getcwd and no normalisation. */

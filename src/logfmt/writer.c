@@ -20,6 +20,7 @@
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/mounts.h"
+#include "core/policy.h"
 #include "core/record.h"
 #include "core/trace.h"
 #include "sys/real.h"
@@ -455,7 +456,8 @@ static void emit(struct out *o, enum content what, const struct source *src)
         out_u64(o, sluice_proc.start_mono_ns);
         out_u32(o, src->end_reason);
         const char *signame = src->end_reason == SLUICE_END_FATAL ? fatal_signal_name(sluice_proc.fatal_signal) : NULL;
-        out_u32(o, signame ? 11 : 10);
+        long runtime_left_out = sluice_policy_runtime_left_out();
+        out_u32(o, 10 + (signame != NULL) + (runtime_left_out > 0));
         out_kv(o, "job_id", sluice_proc.job_id);
         out_kv(o, "host", sluice_proc.host);
         out_kv(o, "exe", sluice_proc.exe);
@@ -469,6 +471,10 @@ static void emit(struct out *o, enum content what, const struct source *src)
         out_kv(o, "version", num);
         if (signame)
             out_kv(o, "signal", signame);
+        if (runtime_left_out > 0) {
+            snprintf(num, sizeof num, "%ld", runtime_left_out);
+            out_kv(o, "runtime_left_out", num);
+        }
         out_mounts(o);
         break;
     }

@@ -53,6 +53,11 @@ def test_h5py_job_reports_its_data_files_only(h5py_job, logdir):
     # import system lists) and the data: nothing of the interpreter
     assert files(logdir) == {str(h5py_job), str(h5py_job / "job.py"), str(h5py_job / "data" / "out.h5"),
                              str(h5py_job / "data" / "result.txt")}
+    # what was left out is said, in one line and in --json
+    left_out = report_json(logdir)["runtime_calls_left_out"]
+    assert left_out > 100   # h5py's and numpy's modules, their .pyc and the interpreter's own
+    text = sluice("report", str(logdir)).stdout
+    assert f"interpreter's own files: {left_out:,} calls on them left out" in text
 
 
 def test_include_runtime_keeps_the_interpreters_files(h5py_job, logdir):
@@ -60,6 +65,7 @@ def test_include_runtime_keeps_the_interpreters_files(h5py_job, logdir):
            cwd=h5py_job)
     paths = files(logdir)
     assert {str(h5py_job / "job.py"), str(h5py_job / "data" / "out.h5")} <= paths
+    assert report_json(logdir)["runtime_calls_left_out"] == 0
     h5py_dir = Path(sys.modules["h5py"].__file__).parent
     assert str(h5py_dir / "__init__.py") in paths
     assert any(p.startswith(str(h5py_dir / "__pycache__") + "/") and p.endswith(".pyc") for p in paths)

@@ -127,6 +127,16 @@ def distinct(job: Job, key: str) -> list[str]:
     return list(out)
 
 
+def runtime_left_out(job: Job) -> int:
+    """Calls on the interpreter's own files (site-packages, .pyc, ...) that
+    the processes left out of their records (--include-runtime keeps them)."""
+    total = 0
+    for l in job.logs:
+        v = l.info.get("runtime_left_out", "0")
+        total += int(v) if v.isdigit() else 0
+    return total
+
+
 def signal_rows(job: Job) -> list[dict]:
     """One row per process that a signal ended, in start order."""
     return [{"signal": l.end_reason, "pid": l.pid, "rank": l.rank, "host": l.info.get("host", ""),
@@ -257,6 +267,7 @@ def summary_json(job: Job) -> dict:
         "modes": distinct(job, "mode"),
         "policies": distinct(job, "policy"),
         "signals": signal_rows(job),
+        "runtime_calls_left_out": runtime_left_out(job),
         "damaged_logs": damaged_rows(job),
         "module_times": module_times(job),
         "file_access": access_kinds(job),

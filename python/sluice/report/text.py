@@ -13,8 +13,8 @@ from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
 from sluice.report.pattern import counts_text, log_mounts, pattern_rows
 from sluice.report.summary import (ACCESS_KINDS, utc, access_kinds, commands, damaged_rows, damaged_text,
-                                   directory_rows, distinct, module_times, mount_summary, one_line, signal_rows,
-                                   signals_text, user_of, user_text)
+                                   directory_rows, distinct, module_times, mount_summary, one_line,
+                                   runtime_left_out, signal_rows, signals_text, user_of, user_text)
 from sluice.report.tables import any_positive, column_values
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
@@ -142,6 +142,10 @@ def _header(con: Console, job: Job) -> None:
     if sig:
         con.print(f"  ended by a signal: {signals_text(sig)}; their logs hold what they did up to then",
                   soft_wrap=True)
+    left_out = runtime_left_out(job)
+    if left_out:
+        con.print(f"  interpreter's own files: {left_out:,} call{'s' if left_out != 1 else ''} on them left out "
+                  "(site-packages, .pyc, virtualenvs, ...; sluice run --include-runtime keeps them)", soft_wrap=True)
     if job.partial:
         con.print("  PARTIAL: some files were folded into '<other files>' (raise SLUICE_MAX_RECORDS)")
     for row in damaged_rows(job):
