@@ -150,6 +150,16 @@ static void count_io(struct mpiio_file *f, unsigned sides, enum sluice_access ki
         sluice_count_error(f->rec, sides);
 }
 
+/* Hints the program gave (an info object other than MPI_INFO_NULL):
+ * MPIIO_HINTS, as Darshan counts them; no time of their own. */
+static void count_hints(struct sluice_record *rec, MPI_Info info)
+{
+    if (info != SLUICE_MPI_INFO_NULL) {
+        uint64_t t = sluice_now();
+        sluice_count_meta(rec, SLUICE_SIDES_BOTH, MPIIO_HINTS, t, t);
+    }
+}
+
 static void count_other(struct mpiio_file *f, int counter, int rc, uint64_t t0)
 {
     if (rc == MPI_SUCCESS)
@@ -669,6 +679,7 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
         return rc;
     }
     sluice_count_open_as(rec, SLUICE_SIDES_BOTH, nprocs > 1 ? MPIIO_COLL_OPENS : MPIIO_INDEP_OPENS, t0, sluice_now());
+    count_hints(rec, info);
     if ((f = calloc(1, sizeof *f)) == NULL || (f->name = strdup(filename)) == NULL) {
         free(f);
         return rc;   /* unrecorded from here on: never fail the program's open */
@@ -784,6 +795,23 @@ SLUICE_EXPORT int MPI_File_sync(MPI_File fh)
     return first_error(flush_rc, rc);
 }
 
+SLUICE_EXPORT int MPI_File_set_info(MPI_File fh, MPI_Info info)
+{
+    struct mpiio_file *f = file_find(fh);
+    uint64_t t0;
+    int rc;
+
+    if (!f)
+        return NEXT(File_set_info)(fh, info);
+    t0 = sluice_now();
+    collective_call(f);   /* (collective, as set_view) */
+    rc = NEXT(File_set_info)(fh, info);
+    count_other(f, -1, rc, t0);
+    if (rc == MPI_SUCCESS)
+        count_hints(f->rec, info);
+    return rc;
+}
+
 SLUICE_EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                                     const char *datarep, MPI_Info info)
 {
@@ -797,6 +825,8 @@ SLUICE_EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype e
     collective_call(f);
     rc = NEXT(File_set_view)(fh, disp, etype, filetype, datarep, info);
     count_other(f, MPIIO_VIEWS, rc, t0);
+    if (rc == MPI_SUCCESS)
+        count_hints(f->rec, info);
     if (rc == MPI_SUCCESS && f->aggregating && !f->passthru) {
         struct sluice_acb_flat view = {0};
         int64_t esize = type_bytes(1, etype);

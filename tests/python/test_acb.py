@@ -265,6 +265,7 @@ def test_shared_file_writes_of_a_unit_go_straight_through(tmp_path):
     entries, acb = ior_plain_and_acb(tmp_path, "--piece", "64K")
     e = entries["f"]
     assert e["app"]["MPIIO_INDEP_WRITES"] == e["fs"]["MPIIO_INDEP_WRITES"] == 16
+    assert e["app"]["MPIIO_HINTS"] == 0   # opened with MPI_INFO_NULL
     assert e["app"]["MPIIO_ACB_DIRECT_WRITES"] == 16
     assert acb == {"MPIIO_ACB_DIRECT_WRITES": 16, "MPIIO_ACB_FLUSHES": 4, "MPIIO_ACB_OWN_FLUSHES": 0,
                    "MPIIO_ACB_ROUNDS": 0, "MPIIO_ACB_BUFFER_WRITES": 0}
@@ -306,6 +307,7 @@ def test_small_strided_pieces_are_exchanged_in_rounds(tmp_path):
     the next round is exchanged; the last one is written at once."""
     entries, acb = ior_plain_and_acb(tmp_path, "--hints", "striping_unit=16384,cb_buffer_size=65536")
     e = entries["f"]
+    assert e["app"]["MPIIO_HINTS"] == 4   # each rank's open gave hints (Darshan's MPIIO_HINTS)
     assert e["app"]["MPIIO_INDEP_WRITES"] == 64 and e["fs"]["MPIIO_INDEP_WRITES"] == 16
     assert e["fs"]["MPIIO_SIZE_WRITE_10K_100K"] == 16
     # (each AIO write is a write of POSIX_WRITES too once aio_return collects it, as in Darshan)
