@@ -17,7 +17,7 @@ Workloads:
            open()+close() of the file; Darshan built --without-mpi.
   stdio    sluice-bench-stdio-calls (serial): fopen+fclose, fopen+fwrite of
            16 bytes+fclose (OPS/10 each), and OPS fprintf of a short line,
-           fwrite of 8 bytes, fgets of a line and fread of a 16-byte
+           fwrite of 8 bytes, fgets of a line and fread of an 8-byte
            record; Darshan built --without-mpi.
 
     bench/darshan_call_cost.py WORKLOAD DIR --darshan-lib LIB [--native build/NAME/native]
@@ -52,7 +52,7 @@ WORKLOADS = {
                                            "fprintf_ns": ("fprintf_seconds", "ops"),
                                            "fwrite8_ns": ("fwrite_seconds", "ops"),
                                            "fgets_ns": ("fgets_seconds", "ops"),
-                                           "fread16_ns": ("fread_seconds", "ops")}),
+                                           "fread8_ns": ("fread_seconds", "ops")}),
 }
 
 
@@ -86,7 +86,7 @@ def main() -> int:
     prog_name, keys = WORKLOADS[a.workload]
     ops = a.ops or (100_000 if a.workload == "mpiio" else 200_000)
     if a.workload == "stdio" and ops < 10:
-        ap.error("stdio: --ops must be at least 10 (the reads need the lines the writes made)")
+        ap.error("stdio: --ops must be at least 10 (a tenth of it are opens)")
     a.dir.mkdir(parents=True, exist_ok=True)
     (a.dir / "darshan-logs").mkdir(exist_ok=True)
 

@@ -7,7 +7,7 @@
  *                      blocks out at its close, 300 us that would hide the rest);
  *   fprintf:           --ops fprintf of a short record ("%d %.6g\n") to one stream;
  *   fwrite:            --ops fwrite of 8 bytes to one stream;
- *   fread:             --ops fread of one 16-byte record;
+ *   fread:             --ops fread of one 8-byte record;
  *   fgets:             --ops fgets of one line (the records fprintf wrote).
  * The streams keep glibc's default buffer, so the data loops measure the
  * wrappers more than the kernel. Prints one JSON line: the counts and each
@@ -91,8 +91,8 @@ int main(int argc, char **argv)
     tw = bench_now() - t;
     close_or_die(fp, path);
 
-    /* The file now holds ops lines, then 8 * ops bytes: fgets reads the
-     * lines, fread 16-byte records from the start. */
+    /* The file now holds ops lines of at least 4 bytes, then 8 * ops
+     * bytes: fgets reads the lines, fread 8-byte records from the start. */
     fp = open_or_die(path, "r");
     t = bench_now();
     for (uint64_t i = 0; i < ops; i++)
@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     rewind(fp);
     t = bench_now();
     for (uint64_t i = 0; i < ops; i++) {
-        char rec[16];
+        char rec[8];
         if (fread(rec, sizeof rec, 1, fp) != 1)
             bench_die(prog, 1, "fread %s: record %llu", path, (unsigned long long)i);
     }

@@ -45,19 +45,55 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 
 /* ------------------------------------------------------------------ open */
 
+/* Each thread's last absolute path as the program spelled it in fopen,
+ * its record and mode: an absolute path resolves the same way every time
+ * (lexically, under a policy fixed at start), so a program reopening the
+ * file it just closed skips resolution, the policy and the registry
+ * (core/pathcall.c keeps the same for POSIX records). The record was
+ * split when the entry was made, and a record never mirrors again. */
+#define LAST_STREAM_PATH_MAX 256
+static __thread char last_stream_path[LAST_STREAM_PATH_MAX] __attribute__((tls_model("initial-exec")));
+static __thread struct sluice_record *last_stream_rec __attribute__((tls_model("initial-exec")));
+static __thread enum sluice_mode last_stream_mode __attribute__((tls_model("initial-exec")));
+
 /* The STDIO record of path, or NULL; *mode: the path's I/O mode. */
 static struct sluice_record *stream_path_record(const char *path, enum sluice_mode *mode)
 {
     char abs[PATH_MAX];
+    struct sluice_record *rec;
 
     *mode = SLUICE_MODE_PROFILE;
-    if (sluice_ptr_null_page(path) || sluice_policy_skip_fast(path) ||
-        sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs))
+    if (sluice_ptr_null_page(path))
         return NULL;
-    struct sluice_record *rec = sluice_record_get(SLUICE_MOD_STDIO, abs);
+    /* (emptied while it changes, as in core/pathcall.c: a signal handler's
+     * fopen reads it as unchanged only if its record stayed put) */
+    if (path[0] == '/' && (rec = last_stream_rec) != NULL) {
+        atomic_signal_fence(memory_order_seq_cst);
+        enum sluice_mode m = last_stream_mode;
+        int same = strcmp(path, last_stream_path) == 0;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (same && last_stream_rec == rec) {
+            *mode = m;
+            return rec;
+        }
+    }
+    if (sluice_policy_skip_fast(path) || sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 ||
+        !sluice_policy_records(abs))
+        return NULL;
+    rec = sluice_record_get(SLUICE_MOD_STDIO, abs);
     *mode = sluice_file_mode(sluice_policy_mode(abs), rec);
-    if (rec)
-        sluice_record_split_sides(rec);   /* the fs side is the kernel's (stdio_kernel.h) */
+    if (!rec)
+        return NULL;
+    sluice_record_split_sides(rec);   /* the fs side is the kernel's (stdio_kernel.h) */
+    size_t n = strlen(path);
+    if (path[0] == '/' && !(rec->flags & SLUICE_REC_OVERFLOW) && n < LAST_STREAM_PATH_MAX) {
+        last_stream_rec = NULL;
+        atomic_signal_fence(memory_order_seq_cst);
+        memcpy(last_stream_path, path, n + 1);
+        last_stream_mode = *mode;
+        atomic_signal_fence(memory_order_seq_cst);
+        last_stream_rec = rec;
+    }
     return rec;
 }
 
@@ -124,12 +160,19 @@ static void stream_opened(struct sluice_record *rec, FILE *fp, const char *mode,
     struct sluice_stream *s;
     struct stream_snap none = {.fd = fileno(fp), .offset = -1};
 
-    sluice_count_open(rec, SLUICE_SIDES_APP, t0, t1);
-    if (stream_reaches_fs(fileno(fp)))
-        sluice_count_open(rec, SLUICE_SIDES_FS, t0, t1);
+    sluice_count_open(rec, stream_reaches_fs(none.fd) ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP, t0, t1);
     sluice_stream_add(fp, rec, stream_start_pos(fp, mode), buf, size);
-    if ((s = sluice_stream_get(fp)) != NULL)
+    if (!stream_open_kernel_silent(fp) && (s = sluice_stream_get(fp)) != NULL)
         stream_kernel_count(s, fp, &none, 0, 0, STREAM_K_OPEN, t0, t1);
+}
+
+/* After the C library's fopen or freopen of path: 1 when path must not be
+ * read. A stream opened means the kernel read the path, so the common case
+ * costs no check; a failed open may not have reached the kernel (a bad
+ * mode is refused first), and is rare enough to check the path. */
+static int stream_open_failed_unreadable(FILE *fp, const char *path, int err)
+{
+    return !fp && (err == EFAULT || !sluice_user_str_ok(path));
 }
 
 static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const char *, const char *))
@@ -154,8 +197,7 @@ static FILE *wrap_fopen(const char *path, const char *mode, FILE *(*real)(const 
     if (!fp)
         saved = errno;
     stream_fd_fresh(fp);
-    /* The C library read the path first: read it only if it could. */
-    rec = !fp && saved == EFAULT ? NULL : stream_path_record(path, &io_mode);
+    rec = stream_open_failed_unreadable(fp, path, saved) ? NULL : stream_path_record(path, &io_mode);
     if (rec) {
         if (!fp) {
             sluice_count_error(rec, SLUICE_SIDES_BOTH);
@@ -254,10 +296,20 @@ static int stream_open_flags(const char *mode)
     return flags | (plus ? O_RDWR : mode[0] == 'r' ? O_RDONLY : O_WRONLY);
 }
 
-/* A mode whose tier must see stream opens (stage: the bytes live on the
- * tier): fopen is open() down the stack, then fdopen, as in the C library.
- * Returns 1 when it did (*out: the stream or NULL with errno), 0 when the
- * C library's fopen should. */
+/* 1 when a mode some path may get (the default or a --policy rule's) has
+ * a tier that opens streams itself. Asked of the modes in use, not of every
+ * mode's stack: otherwise each fopen would check its pointers (two system
+ * calls) for a mode no path has. */
+static int stream_tiers_open_streams(void)
+{
+    unsigned used = sluice_policy_modes_used();
+
+    for (int m = 0; m < SLUICE_MODE_COUNT; m++)
+        if ((used & (1u << m)) && (sluice_stack_caps((enum sluice_mode)m) & SLUICE_TIER_OPENS_STREAMS))
+            return 1;
+    return 0;
+}
+
 /* The open flags of a stream on path when its mode's tier opens streams
  * itself, else -1. */
 static int stream_tier_flags(const char *path, const char *mode)
@@ -265,7 +317,7 @@ static int stream_tier_flags(const char *path, const char *mode)
     char abs[PATH_MAX];
     int flags;
 
-    if (!sluice_stack_any_caps(SLUICE_TIER_OPENS_STREAMS) || !sluice_user_str_ok(path) || !sluice_user_str_ok(mode) ||
+    if (!stream_tiers_open_streams() || !sluice_user_str_ok(path) || !sluice_user_str_ok(mode) ||
         (flags = stream_open_flags(mode)) < 0 || sluice_policy_skip_fast(path) ||
         sluice_path_absolute(AT_FDCWD, path, abs, sizeof abs) != 0 || !sluice_policy_records(abs) ||
         !(sluice_stack_caps(sluice_policy_mode(abs)) & SLUICE_TIER_OPENS_STREAMS))
@@ -273,6 +325,10 @@ static int stream_tier_flags(const char *path, const char *mode)
     return flags;
 }
 
+/* A mode whose tier must see stream opens (stage: the bytes live on the
+ * tier): fopen is open() down the stack, then fdopen, as in the C library.
+ * Returns 1 when it did (*out: the stream or NULL with errno), 0 when the
+ * C library's fopen should. */
 static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out)
 {
     struct sluice_file *f;
@@ -345,7 +401,7 @@ static FILE *wrap_freopen(const char *path, const char *mode, FILE *fp,
     else if (path)
         stream_move_to_tier(nfp, path, mode);
     /* NULL path: same file, new mode */
-    rec = !path ? old : !nfp && saved == EFAULT ? NULL : stream_path_record(path, &io_mode);
+    rec = !path ? old : stream_open_failed_unreadable(nfp, path, saved) ? NULL : stream_path_record(path, &io_mode);
     if (track && sluice_fd_known(old_fd))
         sluice_fd_replaced(old_fd);
     stream_fd_fresh(nfp);
@@ -380,7 +436,6 @@ SLUICE_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 SLUICE_EXPORT int fclose(FILE *fp)
 {
     struct sluice_record *rec;
-    struct sluice_stream *s;
     struct stream_snap before;
     int fs = 0;
     void *buf;
@@ -399,11 +454,10 @@ SLUICE_EXPORT int fclose(FILE *fp)
         sluice_fd_prepare_replace(fd);
         sluice__guard--;
     }
-    if ((s = sluice_stream_get(fp)) != NULL) {
+    if ((rec = sluice_stream_remove(fp, &buf, &size)) != NULL) {
         stream_snap_take(fp, &before);
         fs = stream_reaches_fs(before.fd);
     }
-    rec = sluice_stream_remove(fp, &buf, &size);
     t0 = sluice_now();
     rc = SLUICE_REAL(fclose)(fp);
     uint64_t t1 = sluice_now();
@@ -418,9 +472,7 @@ SLUICE_EXPORT int fclose(FILE *fp)
         if (rc != 0) {
             sluice_count_error(rec, fs ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP);
         } else {
-            sluice_count_close(rec, SLUICE_SIDES_APP, t0, t1);
-            if (fs)
-                sluice_count_close(rec, SLUICE_SIDES_FS, t0, t1);
+            sluice_count_close(rec, fs ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP, t0, t1);
         }
     }
     if (track && sluice_fd_known(fd)) {

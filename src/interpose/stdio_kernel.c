@@ -33,6 +33,14 @@ static int64_t write_room(const struct stream_snap *s)
     return end > s->wptr ? end - s->wptr : 0;
 }
 
+int stream_open_kernel_silent(FILE *fp)
+{
+    struct stream_snap now;
+
+    stream_snap_take(fp, &now);
+    return !(now.flags & STREAM_APPENDING) && now.offset < 0 && pending_writes(&now) == 0;
+}
+
 int stream_reaches_fs(int fd)
 {
     struct sluice_file *f = fd >= 0 ? sluice_fd_get(fd) : NULL;

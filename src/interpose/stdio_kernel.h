@@ -51,6 +51,12 @@ enum stream_kernel_call {
     STREAM_K_OPEN = 4,   /* after fopen/freopen: glibc seeks to the end of an "a" stream */
 };
 
+/* Right after fopen or freopen: 1 when stream_kernel_count(STREAM_K_OPEN)
+ * would count nothing and leave the tracked positions as they are (the
+ * stream holds no bytes, did not seek to the end and knows no position),
+ * so the stream's entry need not be looked up for it. */
+int stream_open_kernel_silent(FILE *fp);
+
 /* 1 when the kernel calls on descriptor fd reach the file system, 0 when
  * it names a tier's copy of the file on this node. */
 int stream_reaches_fs(int fd);
