@@ -61,6 +61,7 @@ def finding_json(f: Finding, command: str) -> dict:
         gain = {"seconds": f.gain["seconds"], "share_of_io_time": f.gain.get("share_of_io_time", 0.0),
                 "how": f.gain["how"], "file_system": f.gain.get("file_system"),
                 "per_call_s": f.gain.get("per_call_s")}
+        gain.update({k: f.gain[k] for k in ("calls_before", "calls_after") if k in f.gain})
     return {"id": f.id, "severity": f.severity, "paths": list(f.paths), "evidence": evidence,
             "fix": fix_of(f, command), "expected_gain": gain}
 
