@@ -299,15 +299,24 @@ static int stream_open_flags(const char *mode)
 /* 1 when a mode some path may get (the default or a --policy rule's) has
  * a tier that opens streams itself. Asked of the modes in use, not of every
  * mode's stack: otherwise each fopen would check its pointers (two system
- * calls) for a mode no path has. */
+ * calls) for a mode no path has. Policy and stacks are fixed before the
+ * wrappers are active, so the answer is kept (0: not asked yet). */
+static _Atomic int tiers_open_streams;
+
 static int stream_tiers_open_streams(void)
 {
-    unsigned used = sluice_policy_modes_used();
+    int known = atomic_load_explicit(&tiers_open_streams, memory_order_relaxed);
+    unsigned used;
 
+    if (known)
+        return known == 2;
+    used = sluice_policy_modes_used();
+    known = 1;
     for (int m = 0; m < SLUICE_MODE_COUNT; m++)
         if ((used & (1u << m)) && (sluice_stack_caps((enum sluice_mode)m) & SLUICE_TIER_OPENS_STREAMS))
-            return 1;
-    return 0;
+            known = 2;
+    atomic_store_explicit(&tiers_open_streams, known, memory_order_relaxed);
+    return known == 2;
 }
 
 /* The open flags of a stream on path when its mode's tier opens streams
