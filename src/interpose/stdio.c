@@ -552,10 +552,12 @@ static void stream_done(FILE *fp, struct sluice_stream *s, const struct stream_s
     stream_kernel_count(s, fp, before, kind == SLUICE_WRITE ? bytes : 0, kind == SLUICE_READ ? bytes : 0,
                         STREAM_K_IO, t0, t1);
     if (bytes > 0 || !failed) {
-        int64_t pos = atomic_load(&s->pos);
+        /* (relaxed: a position, not a lock; a seq_cst store is a locked
+         * instruction on every stdio call) */
+        int64_t pos = atomic_load_explicit(&s->pos, memory_order_relaxed);
         if (pos >= 0) {
             start = pos;
-            atomic_store(&s->pos, pos + bytes);
+            atomic_store_explicit(&s->pos, pos + bytes, memory_order_relaxed);
         }
         sluice_count_rw(s->rec, SLUICE_SIDES_APP, kind, start, bytes, t0, t1);
     }

@@ -117,13 +117,13 @@ void stream_kernel_count(struct sluice_stream *s, FILE *fp, const struct stream_
 
     /* Where the kernel's position was: the stream's own idea when it has
      * one, else ours. Writes (a flush) come before reads. */
-    int64_t base = before->offset >= 0 ? before->offset : atomic_load(&s->kernel_pos);
+    int64_t base = before->offset >= 0 ? before->offset : atomic_load_explicit(&s->kernel_pos, memory_order_relaxed);
     if ((before->flags & STREAM_APPENDING) && wrote > 0)
         base = -1;
     int64_t now = fp && after.offset >= 0 ? after.offset : base >= 0 ? base + (wrote > 0 ? wrote : 0) + got : -1;
     if (call == STREAM_K_SEEK)
         base = now >= 0 ? now - got : -1;   /* the refill starts where the seek went */
-    atomic_store(&s->kernel_pos, now);
+    atomic_store_explicit(&s->kernel_pos, now, memory_order_relaxed);   /* (as s->pos: no locked store per call) */
 
     if ((wrote <= 0 && reads == 0 && seeks == 0) || !stream_reaches_fs(before->fd))
         return;
