@@ -166,3 +166,20 @@ def test_a_stream_left_open_at_exit_keeps_its_bytes_and_its_write(mode, workdir,
     fs_writes = e["fs"].get("STDIO_WRITES", 0) + e["fs"].get("POSIX_WRITES", 0)
     fs_bytes = e["fs"].get("STDIO_BYTES_WRITTEN", 0) + e["fs"].get("POSIX_BYTES_WRITTEN", 0)
     assert (fs_writes, fs_bytes) == (1, 790)
+
+
+@pytest.mark.parametrize("prog", ["stdio_mix", "stdio_mix_fortified"])
+def test_printf_puts_putchar_vprintf_on_a_redirected_stdout_are_counted_exactly(prog, workdir, logdir):
+    """printf, vprintf, puts and putchar (__printf_chk and __vprintf_chk
+    when fortified) write to stdout, which the shell sent to a file."""
+    log = workdir / "run.log"
+    sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--",
+           "/bin/sh", "-c", f"exec {bin_path(prog)} {workdir} > {log}")
+    text = "".join(f"summary {i}\n" for i in range(300)) + "files 11\n" + "done\n" + "\n"
+    assert log.read_text() == text
+    e = file_entry(report_json(logdir), log)
+    # 300 printf, 1 vprintf, 1 puts, 1 putchar
+    assert (e["app"]["STDIO_WRITES"], e["app"]["STDIO_BYTES_WRITTEN"]) == (303, len(text))
+    assert e["app"]["STDIO_MAX_BYTE_WRITTEN"] == len(text) - 1
+    # the C library's writes of its 4 KiB buffer, the last at exit
+    assert (e["fs"]["STDIO_WRITES"], e["fs"]["STDIO_BYTES_WRITTEN"]) == (-(-len(text) // 4096), len(text))
