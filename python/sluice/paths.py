@@ -1,4 +1,4 @@
-"""Where the installed native parts of sluice live."""
+"""Where the installed native parts of sluice live, and the node-local tier."""
 
 from __future__ import annotations
 
@@ -28,3 +28,22 @@ def native(name: str, kind: str = "lib") -> Path:
 
 def preload_library() -> Path:
     return native("libsluice.so", "lib")
+
+
+def default_tier_path(env: dict[str, str] | None = None) -> Path:
+    """``$SLUICE_TIER``, else ``/dev/shm/sluice-stage-UID`` (no check of it:
+    sluice.stage.tier.open_tier makes and checks the directory)."""
+    value = (os.environ if env is None else env).get("SLUICE_TIER")
+    return Path(value) if value else Path(f"/dev/shm/sluice-stage-{os.getuid()}")
+
+
+def tier_journal_empty(root: Path) -> bool:
+    """True when the tier at root holds no journal entry at all (nothing
+    staged by anyone on this node): cheaper than reading the tier."""
+    try:
+        with os.scandir(root / "journal") as it:
+            return not any(not e.name.startswith(".") for e in it)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False

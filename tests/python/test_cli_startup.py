@@ -51,8 +51,20 @@ def test_run_imports_nothing_heavy(tmp_path, mode):
     assert status == 0
     assert len(list((tmp_path / "logs").glob("*.sluice"))) == 1   # it did run the program under sluice
     assert heavy(modules) == []
-    assert ("sluice.stage.scan" in modules) == (mode == "stage")   # the tier is looked at in stage mode only
+    # the tier's journal is read only when it holds entries: here everything
+    # was published at exit, so not even in stage mode
+    assert "sluice.stage.scan" not in modules
     assert "tomllib" not in modules                                # no --config: no TOML parser
+
+
+def test_run_reads_the_tier_when_files_are_left_on_it(tmp_path):
+    """A program that crashes leaves the file it closed on the tier: then
+    the tier is read (and the file named)."""
+    tier = tmp_path / "tier"
+    status, modules = run_and_list_modules("run", "--mode", "stage", "--tier", str(tier), "--log-dir", "logs", "--",
+                                           bin_path("crash_after_close"), f"{tmp_path}/f", "abort", cwd=tmp_path)
+    assert status == 128 + 6
+    assert "sluice.stage.scan" in modules
 
 
 def test_the_probe_sees_heavy_imports(tmp_path):

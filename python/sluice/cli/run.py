@@ -143,6 +143,9 @@ def _still_staged(env: dict[str, str], started_ns: int, rc: int, quiet: bool) ->
         return False
     if env.get("SLUICE_STAGE_DETACH", "0") == "1":
         return False
+    from sluice.paths import default_tier_path, tier_journal_empty
+    if tier_journal_empty(default_tier_path(env)):
+        return False   # everything published: the stage modules need not load
     import socket
 
     from sluice.stage.scan import pending, process_state

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sluice.errors import UserError
+from sluice.paths import default_tier_path
 
 TIER_ENV = "SLUICE_TIER"
 
 
 def default_tier() -> Path:
     """``$SLUICE_TIER``, else ``/dev/shm/sluice-stage-UID``."""
-    env = os.environ.get(TIER_ENV)
-    return Path(env) if env else Path(f"/dev/shm/sluice-stage-{os.getuid()}")
+    return default_tier_path()
 
 
 class UnsafeTier(UserError):
