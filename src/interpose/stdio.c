@@ -530,8 +530,9 @@ static struct sluice_stream *stream_lookup(FILE *fp)
     if (s || !fp)
         return s;
     i = fp == stdout ? 1 : fp == stderr ? 2 : fp == stdin ? 0 : -1;
-    if (i < 0 || atomic_load_explicit(&std_looked[i], memory_order_relaxed) || atomic_exchange(&std_looked[i], 1) ||
-        sluice_in_vfork_child())
+    /* (a vfork child shares the parent's memory: it must not mark it) */
+    if (i < 0 || atomic_load_explicit(&std_looked[i], memory_order_relaxed) || sluice_in_vfork_child() ||
+        atomic_exchange(&std_looked[i], 1))
         return NULL;
     sluice__guard++;
     s = stream_adopt_std(fp);
