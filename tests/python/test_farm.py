@@ -251,6 +251,10 @@ def test_sigterm_with_no_grace_interrupts_tasks_and_keeps_what_they_wrote(tmp_pa
     (["--grid", "lat=5:1", "--", "true"], "sluice: error: --grid lat=5:1: TO is below FROM"),
     (["--tasks", "missing.txt", "--", "true"], "sluice: error: cannot read the task file missing.txt: No such file or directory"),
     (["--tasks", "t.txt", "--", "no-such-program-xyz"], "sluice: error: command not found: no-such-program-xyz"),
+    (["--tasks", "t.txt", "--", "./ibis", "{1}"], "sluice: error: command not found: ./ibis (not in TMP, where "
+                                                  "sluice farm started, nor in the task's directory tasks/1)"),
+    (["--tasks", "t.txt", "--", "/no/such/ibis"], "sluice: error: command not found: /no/such/ibis (no such file)"),
+    (["--tasks", "t.txt", "--", "./t.txt"], "sluice: error: cannot run ./t.txt: TMP/t.txt is not executable"),
     (["--tasks", "t.txt", "--", "cat", "{input}"], "sluice: error: {input} needs exactly one --input (given: 0); name one with {input:BASENAME}"),
     (["--tasks", "bad.toml", "--", "true"], "sluice: error: bad.toml: task 1: flag must be a string or a number"),
 ])
@@ -260,8 +264,37 @@ def test_bad_input_is_one_line_and_starts_nothing(tmp_path, args, message):
     (tmp_path / "bad.toml").write_text("[[task]]\nflag = true\n")
     cp = farm(tmp_path, *args)
     assert cp.returncode == 1
-    assert cp.stderr == message + "\n"
+    assert cp.stderr == message.replace("TMP", str(tmp_path)) + "\n"
     assert not (tmp_path / "tasks").exists() and not (tmp_path / "sluice-farm.journal").exists()
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_relative_program_is_found_from_where_the_farm_started(tmp_path):
+    """`-- ./ibis {1} {input}` as in the README: ./ibis is the one beside the
+    task file, not one in tasks/N; a relative --input works, and a relative
+    output argument is the task directory's."""
+    _script(tmp_path / "ibis", 'echo "$0 cell $1 $(cat "$2")" > "$3"\n')
+    (tmp_path / "forcing.nc").write_text("forcing\n")
+    (tmp_path / "t.txt").write_text("1\n2\n")
+    cp = farm(tmp_path, "--tasks", "t.txt", "--input", "forcing.nc", "--", "./ibis", "{1}", "{input}", "out.txt")
+    assert cp.returncode == 0, cp.stderr
+    for n in ("1", "2"):
+        assert os.listdir(tmp_path / "tasks" / n) == ["out.txt"]
+        assert (tmp_path / "tasks" / n / "out.txt").read_text() == f"{tmp_path}/ibis cell {n} forcing\n"
+    # A program that is not beside the farm but in each (prepared) task
+    # directory runs there.
+    for case in ("a", "b"):
+        (tmp_path / "cases" / case).mkdir(parents=True)
+        _script(tmp_path / "cases" / case / "run", f'echo {case} "$1" > out.txt\n')
+    (tmp_path / "c.txt").write_text("a\nb\n")
+    cp = farm(tmp_path, "--mode", "off", "--tasks", "c.txt", "--workdir", "cases/{1}", "--", "./run", "{1}")
+    assert cp.returncode == 0, cp.stderr
+    assert [(tmp_path / "cases" / c / "out.txt").read_text() for c in "ab"] == ["a a\n", "b b\n"]
 
 
 def test_placeholders_fields_grid_and_tables():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -89,8 +88,6 @@ def command(task_file, grids, jobs, mode, config_file, paths, workdir, input_fil
     sbatch --array=0-15 --wrap "sluice farm --tasks cells.txt -- ./ibis {}"
     """
     cmd = list(cmd)
-    if cmd and "/" not in cmd[0] and shutil.which(cmd[0]) is None:
-        raise UserError(f"command not found: {cmd[0]}")
     ranks = farm_mpi.launched_ranks()
     use_mpi = engine == "mpi" or (engine == "auto" and ranks > 1)
     comm = farm_mpi.world() if use_mpi else None
