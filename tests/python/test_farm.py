@@ -297,6 +297,89 @@ def test_a_relative_program_is_found_from_where_the_farm_started(tmp_path):
     assert [(tmp_path / "cases" / c / "out.txt").read_text() for c in "ab"] == ["a a\n", "b b\n"]
 
 
+# Appends 240 lines to log.txt in its directory; then succeeds or fails:
+# `retry` and `s2` fail their first attempt, `done` and `s1` never fail,
+# the others fail until the file named by $2 exists.
+APPENDER = """seq 240 >> log.txt
+case $1 in
+  retry|s2) test "$SLUICE_FARM_ATTEMPT" = 2 ;;
+  done|s1) true ;;
+  *) test -e "$2" ;;
+esac || { echo "$1: not yet" >&2; exit 1; }
+"""
+LOG_240 = "".join(f"{i}\n" for i in range(1, 241)).encode()
+
+
+def test_a_retried_or_rerun_task_starts_from_a_clean_directory(tmp_path):
+    _script(tmp_path / "task.sh", APPENDER)
+    (tmp_path / "case").mkdir()
+    (tmp_path / "case" / "params.txt").write_text("prepared\n")
+    (tmp_path / "t.txt").write_text("retry d/retry\ndone d/done\nrerun d/rerun\ncase case\n"
+                                    "s1 shared\ns2 shared\n")
+    args = ["-j", "2", "--mode", "off", "--tasks", "t.txt", "--workdir", "{2}", "--",
+            str(tmp_path / "task.sh"), "{1}", str(tmp_path / "ok")]
+    cp = farm(tmp_path, *args)
+    assert cp.returncode == 1, cp.stderr
+    d = tmp_path / "d"
+    # A retry starts from an empty directory: one attempt's log, no stale task.err.
+    assert (d / "retry" / "log.txt").read_bytes() == LOG_240 and os.listdir(d / "retry") == ["log.txt"]
+    assert (d / "done" / "log.txt").read_bytes() == LOG_240
+    assert sorted(os.listdir(d / "rerun")) == ["log.txt", "task.err"]
+    assert (d / "rerun" / "log.txt").read_bytes() == LOG_240
+    assert (d / "rerun" / "task.err").read_text() == "rerun: not yet\n"
+    # A directory the farm did not make, or one tasks share, is left as it
+    # is: the user's file stays, the attempts' appends add up.
+    assert (tmp_path / "case" / "params.txt").read_text() == "prepared\n"
+    assert (tmp_path / "case" / "log.txt").read_bytes() == LOG_240 * 2
+    assert (tmp_path / "shared" / "log.txt").read_bytes().count(b"\n") == 3 * 240
+
+    # The same command again: done tasks untouched, the failed ones start clean.
+    done_mtime = (d / "done" / "log.txt").stat().st_mtime_ns
+    (tmp_path / "ok").touch()
+    cp = farm(tmp_path, *args)
+    assert cp.returncode == 0, cp.stderr
+    assert summary(tmp_path)["counts"]["skipped"] == 4
+    assert (d / "done" / "log.txt").stat().st_mtime_ns == done_mtime
+    assert os.listdir(d / "rerun") == ["log.txt"] and (d / "rerun" / "log.txt").read_bytes() == LOG_240
+    assert (d / "retry" / "log.txt").read_bytes() == LOG_240
+    # The prepared directory loses only the farm's stale task.err.
+    assert sorted(os.listdir(tmp_path / "case")) == ["log.txt", "params.txt"]
+    assert (tmp_path / "case" / "log.txt").read_bytes() == LOG_240 * 3
+
+    # Another command over the same directories (post-processing) is other
+    # tasks: it finds the first farm's outputs as they are.
+    cp = farm(tmp_path, "--mode", "off", "--tasks", "t.txt", "--workdir", "{2}", "--",
+              "sh", "-c", "wc -l < log.txt > lines.txt; echo counted")
+    assert cp.returncode == 0, cp.stderr
+    for n in ("retry", "done", "rerun"):
+        assert sorted(os.listdir(d / n)) == ["lines.txt", "log.txt", "task.out"]
+        assert (d / n / "lines.txt").read_text() == "240\n" and (d / n / "log.txt").read_bytes() == LOG_240
+
+
+def test_a_task_whose_farm_was_killed_starts_clean_when_run_again(tmp_path):
+    """SIGKILL leaves no journal line for the running task; the record that
+    the farm made its directory, written before the task started, is enough."""
+    _script(tmp_path / "task.sh", 'seq 240 >> log.txt\necho $$ > ../pid\ntest -e "$1" || exec sleep 60\n')
+    (tmp_path / "t.txt").write_text("1\n")
+    args = ["--mode", "off", "--tasks", "t.txt", "--", str(tmp_path / "task.sh"), str(tmp_path / "ok")]
+    proc = subprocess.Popen([sys.executable, "-m", "sluice", "farm", "-q", "--local-dir", str(tmp_path / "local"),
+                             *args], cwd=tmp_path, env=python_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    pid_file = tmp_path / "tasks" / "pid"
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().endswith("\n")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.kill()
+    proc.communicate()
+    os.killpg(int(pid_file.read_text()), signal.SIGKILL)  # the task outlives the farm: its own session
+    assert (tmp_path / "tasks" / "1" / "log.txt").read_bytes() == LOG_240
+    (tmp_path / "ok").touch()
+    cp = farm(tmp_path, *args)
+    assert cp.returncode == 0, cp.stderr
+    assert (tmp_path / "tasks" / "1" / "log.txt").read_bytes() == LOG_240
+
+
 def test_placeholders_fields_grid_and_tables():
     from sluice.farm.tasks import from_csv, from_grid, from_lines, from_toml
     from sluice.farm.template import Template

@@ -17,6 +17,7 @@ from sluice.farm.dispatch import Dispatcher
 from sluice.farm.engine import LocalSource, NodeLoop
 from sluice.farm.journal import Journal
 from sluice.farm.progress import Progress
+from sluice.farm.taskdir import TaskDirs
 from sluice.farm.tasks import Task, load
 from sluice.farm.template import Template
 from sluice.runner import job_id_from_env, new_job_id
@@ -127,8 +128,10 @@ def command(task_file, grids, jobs, mode, config_file, paths, workdir, input_fil
         sys.exit(0)
 
     journal = Journal(journal_dir)
+    dirs = TaskDirs(template, all_tasks, journal,
+                    protected=[os.getcwd(), journal.directory, log_path, local, *input_files])
     dispatcher = Dispatcher(tasks, template, journal, retries=retries, workers=slots * nranks,
-                            static=schedule == "static")
+                            static=schedule == "static", dirs=dirs)
     progress = Progress(dispatcher, enabled=not quiet)
     source = farm_mpi.CoordinatorSource(comm, dispatcher, slots) if comm is not None else LocalSource(dispatcher)
     try:

@@ -7,6 +7,10 @@ the process ends) and is removed. A failed attempt that will be retried has
 its tier discarded: the retry writes every file again. The last attempt of a
 task that failed, or one stopped by SIGTERM, keeps its tier, so nothing it
 wrote is lost (`sluice recover TIER` publishes it).
+
+Before it starts, an attempt clears what the hand-out told it to from the
+task's directory (taskdir.py): a retry or re-run finds the directory as the
+first attempt did.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sluice.farm.journal import task_key
+from sluice.farm.taskdir import KEEP, clear
 from sluice.farm.tasks import Task
 from sluice.farm.template import Template
 from sluice.runner import sluice_env
@@ -63,8 +68,10 @@ class Result:
 
 
 class Attempt:
-    def __init__(self, farm: FarmSettings, number: int, attempt: int, slot: int, last_try: bool) -> None:
+    def __init__(self, farm: FarmSettings, number: int, attempt: int, slot: int, last_try: bool,
+                 clear_first: str = KEEP) -> None:
         self.farm = farm
+        self.clear_first = clear_first
         self.task = farm.tasks[number]
         self.attempt = attempt
         self.slot = slot
@@ -86,6 +93,7 @@ class Attempt:
         self.started = time.monotonic()
         argv = self.farm.template.argv(self.task, self.slot)
         try:
+            clear(self.workdir, self.clear_first)
             self.workdir.mkdir(parents=True, exist_ok=True)
             if self.tier is not None:
                 self.tier.mkdir(mode=0o700)

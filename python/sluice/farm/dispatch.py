@@ -8,6 +8,9 @@ to measure what dynamic hand-out gains.
 A failed attempt is queued again (at the back, for another worker when one
 is free) until `--retries` is spent. After `stop()` (SIGTERM), nothing more
 is handed out and the journal says which tasks are left.
+
+Each hand-out makes the task's directory first, or says what the attempt
+must clear from it (taskdir.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 from sluice.farm.attempt import DONE, FAILED, INTERRUPTED, Result
 from sluice.farm.journal import Journal, JournalLine, task_key
+from sluice.farm.taskdir import KEEP, TaskDirs
 from sluice.farm.template import Template
 from sluice.farm.tasks import Task
 
@@ -29,13 +33,15 @@ class Assignment:
     number: int
     attempt: int
     last_try: bool
+    clear: str = KEEP             # taskdir.KEEP, OUTPUTS or EMPTY
 
 
 class Dispatcher:
     def __init__(self, tasks: list[Task], template: Template, journal: Journal | None, *,
-                 retries: int, workers: int, static: bool = False) -> None:
+                 retries: int, workers: int, static: bool = False, dirs: TaskDirs | None = None) -> None:
         self.template = template
         self.journal = journal
+        self.dirs = dirs
         self.retries = retries
         self.workers = max(1, workers)
         self.static = static
@@ -75,7 +81,8 @@ class Dispatcher:
         del queue[pick]
         self.running[number] = worker
         self.attempts[number] = attempt
-        return Assignment(number, attempt, attempt > self.retries)
+        clear = self.dirs.prepare(number, self.keys[number]) if self.dirs is not None else KEEP
+        return Assignment(number, attempt, attempt > self.retries, clear)
 
     def exhausted(self, worker: int | None = None) -> bool:
         """True when no task will ever be handed to `worker` (any worker if None)."""

@@ -127,7 +127,7 @@ class NodeLoop:
         return self.stop_signal
 
     def _start(self, slot: int, a: Assignment) -> None:
-        attempt = Attempt(self.farm, a.number, a.attempt, slot + 1, a.last_try)
+        attempt = Attempt(self.farm, a.number, a.attempt, slot + 1, a.last_try, a.clear)
         failed = attempt.start()
         if failed is not None:
             self.source.report(slot, failed)

@@ -14,6 +14,15 @@ task file never skips a task that changed. A torn or corrupt line (a crash
 mid-write) is ignored: its task simply runs again. Lines are fsynced at most
 once a second and when the farm ends, so a crash re-runs at most the tasks
 of its last second.
+
+Beside it, `HOST.PID.dirs` (made on first use) names the task directories
+that process created, one line per task, written right after the mkdir and
+before the task starts:
+
+    sluice-farm-dir-1 <TAB> KEY <TAB> CRC
+
+Only a directory named there is ever emptied before its task runs again
+(taskdir.py); a lost or torn line leaves the directory as it is.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from pathlib import Path
 from sluice.errors import UserError
 
 TAG = "sluice-farm-1"
+DIR_TAG = "sluice-farm-dir-1"
 OUTCOMES = ("done", "failed", "interrupted")
 _SYNC_INTERVAL_S = 1.0
 
@@ -71,6 +81,20 @@ def decode(raw: str) -> JournalLine | None:
         return None
 
 
+def encode_dir(key: str) -> bytes:
+    body = f"{DIR_TAG}\t{key}"
+    return f"{body}\t{zlib.crc32(body.encode()):08x}\n".encode()
+
+
+def decode_dir(raw: str) -> str | None:
+    """The key of a `.dirs` line, or None if it is torn or corrupt."""
+    body, sep, crc = raw.rpartition("\t")
+    if not sep or crc != f"{zlib.crc32(body.encode()):08x}":
+        return None
+    tag, sep, key = body.partition("\t")
+    return key if sep and tag == DIR_TAG and key and "\t" not in key else None
+
+
 class Journal:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -82,6 +106,7 @@ class Journal:
             raise UserError(f"cannot write the farm journal in {self.directory}: {e.strerror}") from None
         self._last_sync = time.monotonic()
         self._dirty = False
+        self._dirs_fd = -1
 
     def finished(self) -> dict[str, JournalLine]:
         """Tasks recorded as done, by key (the latest line wins)."""
@@ -104,6 +129,32 @@ class Journal:
         if time.monotonic() - self._last_sync >= _SYNC_INTERVAL_S:
             self.sync()
 
+    def created(self) -> set[str]:
+        """Keys of the tasks whose directory a farm created (any run, any process)."""
+        keys: set[str] = set()
+        for f in sorted(self.directory.glob("*.dirs")):
+            try:
+                text = f.read_text(encoding="utf-8", errors="replace")
+            except OSError as e:
+                raise UserError(f"cannot read the farm journal {f}: {e.strerror}") from None
+            for raw in text.split("\n"):
+                key = decode_dir(raw)
+                if key is not None:
+                    keys.add(key)
+        return keys
+
+    def record_created(self, key: str) -> None:
+        """Record that this farm created the directory of the task `key`."""
+        path = self.path.with_suffix(".dirs")
+        data = encode_dir(key)
+        try:
+            if self._dirs_fd < 0:
+                self._dirs_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            while data:
+                data = data[os.write(self._dirs_fd, data):]
+        except OSError as e:
+            raise UserError(f"cannot write the farm journal {path}: {e.strerror}") from None
+
     def sync(self) -> None:
         if self._dirty:
             try:
@@ -120,6 +171,13 @@ class Journal:
             self._fd = -1
             if os.path.getsize(self.path) == 0:
                 os.unlink(self.path)
+        if self._dirs_fd >= 0:
+            try:
+                os.fsync(self._dirs_fd)
+            except OSError:
+                pass
+            os.close(self._dirs_fd)
+            self._dirs_fd = -1
 
 
 def read_all(directory: Path) -> list[JournalLine]:

@@ -80,7 +80,7 @@ class CoordinatorSource(LocalSource):
             worker = rank * self.slots + slot
             a = self.d.next(worker)
             if a is not None:
-                self.comm.send(("task", slot, a.number, a.attempt, a.last_try), dest=rank, tag=TAG)
+                self.comm.send(("task", slot, a.number, a.attempt, a.last_try, a.clear), dest=rank, tag=TAG)
                 seen = True
             elif self.d.exhausted(worker):
                 self.comm.send(("none", slot), dest=rank, tag=TAG)
@@ -130,7 +130,7 @@ class WorkerSource:
             seen = True
             self.outstanding -= 1
             if msg[0] == "task":
-                self.inbox.append((msg[1], Assignment(msg[2], msg[3], msg[4])))
+                self.inbox.append((msg[1], Assignment(msg[2], msg[3], msg[4], msg[5])))
             else:
                 self.inbox.append((msg[1], None))
         self.backoff.traffic(seen)
