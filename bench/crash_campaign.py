@@ -317,11 +317,13 @@ def job_env(cfg: dict) -> dict[str, str]:
     return env
 
 
-def stop_and_kill() -> list[int]:
+def stop_and_kill() -> dict[int, str]:
     """Stop every process of the tree (again until no new one appears), then
-    SIGKILL them all: the whole job ends at one moment, as in a node crash."""
+    SIGKILL them all: the whole job ends at one moment, as in a node crash.
+    Returns each one's role, read while it was stopped."""
     stopped: list[int] = []
     me = os.getpid()
+    table: dict[int, tuple[int, str]] = {}
     for _ in range(20):
         table = proc_table()
         new = [p for p in descendants(me, table) if p not in stopped and table[p][1] != "Z"]
@@ -333,12 +335,13 @@ def stop_and_kill() -> list[int]:
                 stopped.append(p)
             except ProcessLookupError:
                 pass
+    roles = {p: role(p, table) for p in stopped}
     for p in stopped:
         try:
             os.kill(p, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return stopped
+    return {p: rl for p, rl in roles.items() if rl != "gone"}
 
 
 def wait_tree(p: subprocess.Popen, timeout: float) -> bool:
@@ -536,8 +539,7 @@ def run_point(cfg: dict, var: Variant, point: int, kill: bool = True) -> Point:
     if kill and tree:
         if rnd.random() < TREE_KILL:
             pt.victim = "tree"
-            killed = stop_and_kill()
-            pt.killed = [(q, roles.get(q) or role(q, table), phase_of(q, roles.get(q, ""))) for q in killed]
+            pt.killed = [(q, rl, phase_of(q, rl)) for q, rl in stop_and_kill().items()]
         else:
             by_role = collections.defaultdict(list)
             for q in tree:
