@@ -132,6 +132,28 @@ enum sluice_tier_control_op {
      * C library wrote or read a stream's descriptor, to know whether the
      * file system saw it. arg: NULL. */
     SLUICE_CTL_NODE_LOCAL = 6,
+    /* The description's position is moved where no tier sees it too: a
+     * stream of the C library over descriptor 0, 1 or 2 writes and reads
+     * at the kernel's position through calls no wrapper sees. From now on
+     * the kernel's position is the description's. A tier that keeps the
+     * position itself puts the kernel's where the application's is and,
+     * from then on, moves the kernel's with every current-position
+     * transfer (so the unseen writer lands after it, as without the
+     * tier). A tier that cannot answers -ENOTTY (the bottom tier's
+     * answer): the core then asks for SLUICE_CTL_FALLBACK with
+     * SLUICE_FALLBACK_SHARED. arg: NULL. */
+    SLUICE_CTL_KERNEL_POSITION = 7,
+    /* The file was not opened through the stack: f->fd is a descriptor
+     * the process inherited (a shell's `cmd > file`), f->flags its status
+     * flags (F_GETFL), f->pos its position. The description may be shared
+     * with other processes (the shell) and with stdio: its position is
+     * the kernel's, as after SLUICE_CTL_KERNEL_POSITION. A tier that keeps
+     * per-file state sets it up and answers 0, or answers -ENOTTY if it
+     * cannot take such a file; a tier that holds nothing for a file it did
+     * not open passes the request down. The bottom tier needs nothing and
+     * answers -ENOTTY: the core then records the file through the profile
+     * stack. arg: NULL. */
+    SLUICE_CTL_ADOPT = 8,
 };
 
 struct sluice_tier_ops {

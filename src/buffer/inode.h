@@ -69,6 +69,9 @@ struct buffer_desc {
     unsigned fallback;             /* sluice_fallback bits for this description alone */
     unsigned counted;              /* reasons already counted that do not stick (memory) */
     int wrote;                     /* made a write: its close is a durability point */
+    int kernel_pos;                /* the kernel keeps the position (an inherited description, or one
+                                      under stdin/stdout/stderr: the shell or stdio may move it): each
+                                      current-position write claims its bytes there with an lseek */
     int64_t last_read_end;         /* sequential-read detection (-1: nothing read yet) */
     int64_t ra_window;             /* size of this description's last read-ahead fill (0: none yet) */
     int64_t eof_seen;              /* where a fill found the file's end (-1: none): no read-ahead past it */

@@ -142,15 +142,19 @@ static void fd_slot_stale(int fd, struct sluice_file *old)
 /* 0, 1 and 2 are stdin, stdout and stderr, the C library's streams that
  * no wrapper of ours sees: through them the description's position moves
  * behind the tiers' back (a shell's `{ echo a; cmd; } > file` writes with
- * stdout's buffer, then forks). Tiers go straight through, as for fdopen;
- * not for a direction the stream cannot use (a program without stdin
- * opening a file to write gets 0). */
+ * stdout's buffer, then forks). From then on the kernel's position is the
+ * description's: a tier that keeps the position moves the kernel's with
+ * every transfer, so the stream's writes land after it as without sluice;
+ * a tier that cannot goes straight through, as for fdopen. Not for a
+ * direction the stream cannot use (a program without stdin opening a file
+ * to write gets 0). */
 static void fd_under_std_stream(int fd, struct sluice_file *f)
 {
     int acc = f->flags & O_ACCMODE;
     int stream_can = fd == STDIN_FILENO ? acc != O_WRONLY : acc != O_RDONLY;
 
-    if (fd <= STDERR_FILENO && stream_can && f->depth > 1) {
+    if (fd <= STDERR_FILENO && stream_can && f->depth > 1 &&
+        sluice_tier_control(f, 0, SLUICE_CTL_KERNEL_POSITION, NULL) == -ENOTTY) {
         unsigned reason = SLUICE_FALLBACK_SHARED;
         (void)sluice_tier_control(f, 0, SLUICE_CTL_FALLBACK, &reason);
     }
@@ -211,9 +215,31 @@ int64_t sluice_fd_position(int fd)
     return pos;
 }
 
+static enum sluice_mode open_mode(enum sluice_mode mode);
+
+/* The stack of the path's mode for an adopted description, when its tiers
+ * take a file they did not open (SLUICE_CTL_ADOPT: buffer mode, and auto's
+ * buffer tier); else the pass-through stack. 0 or -ENOMEM. */
+static int adopt_stack(struct sluice_file *f, const char *abs)
+{
+    enum sluice_mode mode = sluice_file_mode(open_mode(sluice_policy_mode(abs)), f->rec);
+
+    if (mode != SLUICE_MODE_PROFILE && !sluice_stack_is_bottom_only(mode) && sluice_stack_build(f, mode) == 0) {
+        if (sluice_tier_control(f, 0, SLUICE_CTL_ADOPT, NULL) == 0) {
+            if (f->sides != SLUICE_SIDES_BOTH)
+                sluice_record_split_sides(f->rec);
+            f->open_sides = f->sides;
+            return 0;
+        }
+    }
+    return sluice_stack_build(f, SLUICE_MODE_PROFILE);
+}
+
 /* A regular file behind fd that the process did not open itself (it
  * inherited it: a shell's `> F`; or a parent's descriptor): recorded from
- * now on, as the path it names, through the pass-through stack. */
+ * now on, as the path it names, through the stack of its path's mode when
+ * the mode's tiers take such a file (its position is the kernel's: the
+ * description may be shared with the shell), else the pass-through stack. */
 static struct sluice_file *fd_adopt(int fd)
 {
     char link[64], path[PATH_MAX], abs[PATH_MAX];
@@ -234,17 +260,18 @@ static struct sluice_file *fd_adopt(int fd)
         return NULL;
     if (sluice_policy_skip_fast(path) || (rec = sluice_path_record(AT_FDCWD, path, abs)) == NULL)
         return NULL;
-    if ((f = file_alloc()) == NULL || sluice_stack_build(f, SLUICE_MODE_PROFILE) != 0) {
-        if (f)
-            sluice_file_put(f);
+    if ((f = file_alloc()) == NULL)
         return NULL;
-    }
     int64_t pos = sluice_fd_position(fd);
     f->rec = rec;
     f->flags = flags;
     atomic_store(&f->pos, pos >= 0 ? pos : 0);
     f->fork_gen = sluice_fork_gen;
     f->fd = fd;
+    if (adopt_stack(f, abs) != 0) {
+        sluice_file_put(f);
+        return NULL;
+    }
     atomic_fetch_add(&rec->open_files, 1);
     sluice_layout_observe(rec, fd);
     fd_install(fd, f);   /* the table's reference; the caller gets ours */

@@ -17,12 +17,20 @@
  *
  * What it cannot keep correct goes straight through, counted in the
  * profile (POSIX_FALLBACK_*): mmap, O_DIRECT/O_SYNC/O_DSYNC, descriptors
- * shared with another process or a stdio stream. Locks are handover
- * points, not fallbacks: every lock and unlock call writes what is held
- * first, and a lock taken forgets what was read before it.
+ * shared with a forked process or a stdio stream (fdopen). Locks are
+ * handover points, not fallbacks: every lock and unlock call writes what
+ * is held first, and a lock taken forgets what was read before it.
+ *
+ * Descriptions whose position others move too (inherited ones, a shell's
+ * `prog > F`; descriptors 0-2, under the C library's std streams) keep
+ * the position in the kernel: each current-position write claims its
+ * bytes there with lseek(SEEK_CUR) and is buffered at the offset claimed,
+ * so stdio, the shell or a child writing through the same description
+ * land after it, as without the tier (O_APPEND ones go straight through).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +101,8 @@ static void desc_sync_position(struct buffer_desc *d)
 {
     struct sluice_file *f = d->file;
 
+    if (d->kernel_pos)
+        return;   /* the kernel's is the truth already (and others may have moved it since) */
     /* O_APPEND too: reads use the position, and our appends moved it.
      * The file system saw this seek: an fs-side one. */
     uint64_t t0 = sluice_now();
@@ -105,9 +115,11 @@ static unsigned desc_fallback(struct sluice_file *f, struct buffer_desc *d)
 {
     if (!d->ino)
         return ~0u;
-    if (f->fork_gen != sluice_fork_gen && !(d->fallback & BUFFER_FALLBACK_SHARED)) {
+    if (f->fork_gen != sluice_fork_gen && !d->kernel_pos && !(d->fallback & BUFFER_FALLBACK_SHARED)) {
         /* Shared with a forked process: its position is the kernel's now
-         * (quiesce put it right before the fork). */
+         * (quiesce put it right before the fork). (A description whose
+         * writes claim their bytes in the kernel's position stays
+         * buffered: the other process's writes land after the claims.) */
         d->fallback |= BUFFER_FALLBACK_SHARED;
         count_fallback(f, BUFFER_FALLBACK_SHARED);
     }
@@ -627,10 +639,46 @@ static int file_identity(int fd, struct stat *st)
     return 0;
 }
 
-static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
+/* d's state for f->fd, a descriptor opened with `flags` (by buffer_open,
+ * or inherited); a file that is not regular goes straight through. */
+static void desc_setup(struct sluice_file *f, int level, int flags)
 {
     struct buffer_desc *d = desc_of(f, level);
     struct stat st;
+
+    d->file = f;
+    d->level = level;
+    d->ino = NULL;
+    d->last_read_end = -1;   /* the first read is never sequential */
+    d->ra_window = 0;
+    d->eof_seen = -1;
+    if ((flags & O_PATH) || file_identity(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return;   /* not a regular file: straight through */
+    if (!inode_attach(st.st_dev, st.st_ino, buffer_unit(f->fd, &st, sluice_cfg.buffer_size, f->rec), d))
+        return;
+    struct buffer_inode *ino = d->ino;
+    pthread_mutex_lock(&ino->lock);
+    if (!has_pending(ino)) {
+        /* Emptied by this open: the size is known. Otherwise it is asked
+         * for when first needed (an append, a read past what we know). */
+        ino->fs_size = 0;
+        ino->fs_size_stale = !(flags & O_TRUNC);
+    }
+    ino->ra_len = 0;   /* close-to-open: another process may have written since */
+    if (flags & O_DIRECT) {
+        flush_sync(ino);
+        if (!(ino->fallback & BUFFER_FALLBACK_DIRECT))
+            count_fallback(f, BUFFER_FALLBACK_DIRECT);
+        ino->fallback |= BUFFER_FALLBACK_DIRECT;
+    } else if (flags & (O_SYNC | O_DSYNC)) {
+        d->fallback |= BUFFER_FALLBACK_DIRECT;
+        count_fallback(f, BUFFER_FALLBACK_DIRECT);
+    }
+    pthread_mutex_unlock(&ino->lock);
+}
+
+static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
+{
     int fd;
 
     /* A truncating open must come after every byte we still hold for the
@@ -653,36 +701,8 @@ static int buffer_open(struct sluice_file *f, int level, int dirfd, const char *
     fd = sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
     if (fd < 0)
         return fd;
-    d->file = f;
-    d->level = level;
-    d->ino = NULL;
-    d->last_read_end = -1;   /* the first read is never sequential */
-    d->ra_window = 0;
-    d->eof_seen = -1;
     f->fd = fd;   /* the core sets it after we return; fstat below needs it now */
-    if ((flags & O_PATH) || file_identity(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return fd;   /* not a regular file: straight through */
-    if (!inode_attach(st.st_dev, st.st_ino, buffer_unit(fd, &st, sluice_cfg.buffer_size, f->rec), d))
-        return fd;
-    struct buffer_inode *ino = d->ino;
-    pthread_mutex_lock(&ino->lock);
-    if (!has_pending(ino)) {
-        /* Emptied by this open: the size is known. Otherwise it is asked
-         * for when first needed (an append, a read past what we know). */
-        ino->fs_size = 0;
-        ino->fs_size_stale = !(flags & O_TRUNC);
-    }
-    ino->ra_len = 0;   /* close-to-open: another process may have written since */
-    if (flags & O_DIRECT) {
-        flush_sync(ino);
-        if (!(ino->fallback & BUFFER_FALLBACK_DIRECT))
-            count_fallback(f, BUFFER_FALLBACK_DIRECT);
-        ino->fallback |= BUFFER_FALLBACK_DIRECT;
-    } else if (flags & (O_SYNC | O_DSYNC)) {
-        d->fallback |= BUFFER_FALLBACK_DIRECT;
-        count_fallback(f, BUFFER_FALLBACK_DIRECT);
-    }
-    pthread_mutex_unlock(&ino->lock);
+    desc_setup(f, level, flags);
     return fd;
 }
 
@@ -704,9 +724,33 @@ static ssize_t buffer_writev(struct sluice_file *f, int level, const struct iove
         return -EINVAL;
     if ((f->flags & O_ACCMODE) == O_RDONLY)
         return -EBADF;
+    int claim = d->kernel_pos && !append && off < 0;
+    int64_t want = 0;
+    if (claim) {
+        for (int i = 0; i < cnt; i++) {
+            if (iov[i].iov_len > (size_t)SSIZE_MAX - (size_t)want)
+                return -EINVAL;
+            want += (int64_t)iov[i].iov_len;
+        }
+        if (want == 0)
+            return 0;
+    }
     pthread_mutex_lock(&ino->lock);
     if ((rc = take_error(ino)) == 0) {
-        int64_t at = append ? append_offset(f, d, ino) : off >= 0 ? off : atomic_load(&f->pos);
+        int64_t at;
+        if (claim) {
+            /* The kernel's position is shared (the shell, stdio): the
+             * bytes' place is claimed there at once, as a write would
+             * take it, and the bytes are buffered at it. */
+            off_t end = sluice_tier_lseek(f, level + 1, (off_t)want, SEEK_CUR);
+            if (end < 0) {
+                pthread_mutex_unlock(&ino->lock);
+                return end == -EINVAL ? -EFBIG : (ssize_t)end;
+            }
+            at = (int64_t)end - want;
+        } else {
+            at = append ? append_offset(f, d, ino) : off >= 0 ? off : atomic_load(&f->pos);
+        }
         int64_t total = 0;
         d->wrote = 1;
         for (int i = 0; i < cnt; i++) {
@@ -728,6 +772,8 @@ static ssize_t buffer_writev(struct sluice_file *f, int level, const struct iove
             if (off < 0)
                 atomic_store(&f->pos, at + total);
         }
+        if (claim && total < want)   /* a short write or an error: the rest of the claim back */
+            (void)sluice_tier_lseek(f, level + 1, (off_t)(at + total), SEEK_SET);
     }
     pthread_mutex_unlock(&ino->lock);
     return rc;
@@ -743,6 +789,15 @@ static ssize_t buffer_readv(struct sluice_file *f, int level, const struct iovec
         pass_prepare(d);
         rc = sluice_tier_readv(f, level + 1, iov, cnt, off, flags);
         pass_track_position(f, rc, off);
+        return rc;
+    }
+    if (d->kernel_pos && off < 0) {
+        /* At the shared position: the kernel's read takes its bytes there
+         * (after every byte held reached the file system). */
+        pass_prepare(d);
+        rc = sluice_tier_readv(f, level + 1, iov, cnt, off, 0);
+        if (rc > 0)
+            atomic_fetch_add(&f->pos, (int64_t)rc);
         return rc;
     }
     if (cnt < 0)
@@ -796,7 +851,9 @@ static off_t buffer_lseek(struct sluice_file *f, int level, off_t off, int whenc
     struct buffer_inode *ino = d->ino;
     int64_t pos;
 
-    if (desc_fallback(f, d)) {
+    if (desc_fallback(f, d) || d->kernel_pos) {
+        /* (the kernel's position is the description's: SEEK_END and the
+         * holes are the file system's after every byte held reached it) */
         if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE)
             pass_prepare(d);
         off_t rc = sluice_tier_lseek(f, level + 1, off, whence);
@@ -965,6 +1022,36 @@ static int buffer_control(struct sluice_file *f, int level, int op, void *arg)
             pthread_mutex_unlock(&ino->lock);
         }
         return sluice_tier_control(f, level + 1, op, arg);
+    }
+    if (op == SLUICE_CTL_ADOPT) {
+        desc_setup(f, level, f->flags);
+        d->kernel_pos = 1;
+        ino = d->ino;
+        if (ino && (f->flags & O_APPEND)) {
+            /* Appends of whoever shares the description (the shell, a
+             * stream's writes no wrapper sees) would land before ours. */
+            pthread_mutex_lock(&ino->lock);
+            d->fallback |= BUFFER_FALLBACK_SHARED;
+            count_fallback(f, BUFFER_FALLBACK_SHARED);
+            pthread_mutex_unlock(&ino->lock);
+        }
+        return 0;
+    }
+    if (op == SLUICE_CTL_KERNEL_POSITION) {
+        if (!ino || d->kernel_pos)
+            return 0;
+        if (!(f->flags & O_APPEND)) {
+            pthread_mutex_lock(&ino->lock);
+            if (!desc_fallback(f, d))
+                desc_sync_position(d);   /* where the application's is, once */
+            d->kernel_pos = 1;
+            pthread_mutex_unlock(&ino->lock);
+            return 0;
+        }
+        /* O_APPEND: the unseen writer's appends would land before ours */
+        reason = SLUICE_FALLBACK_SHARED;
+        arg = &reason;
+        op = SLUICE_CTL_FALLBACK;
     }
     if (op != SLUICE_CTL_FALLBACK)
         return sluice_tier_control(f, level + 1, op, arg);

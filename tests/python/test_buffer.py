@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import NATIVE, bin_path, file_entry, python_env, report_json, sluice
+from oracle import TRACED, fs_side, have_strace, kernel_calls
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -440,6 +442,136 @@ def test_enospc_from_a_full_file_system(small_tmpfs, logdir):
     data = f.read_bytes()
     # every byte before the failure point is on disk, and nothing else
     assert len(data) >= 768 * KIB and data == b"x" * len(data)
+
+
+# ---------------------------------------------------------------- descriptors the program did not open
+
+RECORD = 8192
+
+
+def sluice_argv(mode: str, logdir: Path, under: Path, *argv: str) -> list[str]:
+    return [sys.executable, "-m", "sluice", "run", "--mode", mode, "--log-dir", str(logdir), "--path", str(under),
+            "--", *argv]
+
+
+def traced(argv: list[str], trace: Path | None) -> list[str]:
+    """argv under strace (the independent witness of what reached the kernel), when there is one."""
+    return ["strace", "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(trace), *argv] if trace else argv
+
+
+def kernel_writes(trace: Path | None, out: Path, logdir: Path) -> int:
+    """The writes that reached `out`: strace's count, which the profile's
+    fs side must equal call for call; without strace, the profile's."""
+    e = file_entry(report_json(logdir), out)
+    if trace is None:
+        return e["fs"]["POSIX_WRITES"]
+    # (not the calls of `sluice run` itself, the first process traced: the
+    # Python interpreter asks where its stdout stands)
+    lines = trace.read_text(errors="replace").splitlines()
+    cli = lines[0].split(None, 1)[0]
+    trace.write_text("".join(line + "\n" for line in lines if line.split(None, 1)[0] != cli))
+    kernel = kernel_calls(trace, str(out))[str(out)]
+    assert fs_side(e) == {k: kernel[k] for k in fs_side(e)}, (fs_side(e), kernel)
+    return kernel["writes"]
+
+
+@pytest.mark.parametrize("mode", ["buffer", "auto"])
+def test_a_program_writing_the_stdout_the_shell_opened_is_buffered(target, logdir, mode):
+    """`sluice run --mode buffer -- prog > F`: the shell opened F, prog
+    writes 8 KiB records to its inherited descriptor 1. The writes reach
+    the file system in whole units (1,024 became 1,024 before), the file
+    is plain's."""
+    out, ref = target / "out.txt", target / "plain.txt"
+    trace = target.parent / f"{target.name}.strace" if have_strace() else None
+    with open(out, "wb") as fh:
+        subprocess.run(traced(sluice_argv(mode, logdir, target, bin_path("stdout_records"), "1024"), trace),
+                       stdout=fh, env=python_env(), check=True)
+    with open(ref, "wb") as fh:
+        subprocess.run([bin_path("stdout_records"), "1024"], stdout=fh, check=True)
+    assert out.read_bytes() == ref.read_bytes()
+    app = file_entry(report_json(logdir), out)["app"]
+    assert app["POSIX_WRITES"] == 1024 and app["POSIX_BYTES_WRITTEN"] == 1024 * RECORD
+    assert app["POSIX_FALLBACKS"] == 0
+    writes = kernel_writes(trace, out, logdir)
+    assert writes * 100 <= 1024, writes
+
+
+@pytest.mark.parametrize("how", ["of", "shell"])
+def test_dd_writing_through_stdout_is_buffered(target, logdir, how):
+    """dd opens of=F and makes it its stdout with dup2; a shell's
+    `dd > F` opens F in the child it execs dd in: either way dd's 1,024
+    writes of 8 KiB reach the file system in whole units."""
+    out = target / "dd.out"
+    dd = "dd if=/dev/zero bs=8k count=1024 status=none"
+    argv = ["dd", "if=/dev/zero", f"of={out}", "bs=8k", "count=1024", "status=none"] if how == "of" else \
+        ["sh", "-c", f"{dd} > {out}"]
+    trace = target.parent / f"{target.name}.strace" if have_strace() else None
+    subprocess.run(traced(sluice_argv("buffer", logdir, target, *argv), trace), env=python_env(), check=True,
+                   capture_output=True)
+    assert out.stat().st_size == 1024 * RECORD and out.read_bytes().count(0) == 1024 * RECORD
+    e = file_entry(report_json(logdir), out)
+    assert e["app"]["POSIX_WRITES"] == 1024 and e["app"]["POSIX_FALLBACKS"] == 0
+    writes = kernel_writes(trace, out, logdir)
+    assert writes * 100 <= 1024, writes
+
+
+def records(data: bytes) -> list[bytes]:
+    assert len(data) % RECORD == 0, len(data)
+    return [data[i:i + RECORD] for i in range(0, len(data), RECORD)]
+
+
+# (shell command, how to compare): stdout_records writes 8 KiB records to
+# its descriptor 1 while something no wrapper sees moves the same
+# description's position (stdio's own writes, the shell, a child), or the
+# process ends without its destructors; each file must be plain's.
+SHARED_DESCRIPTION_CASES = {
+    "stdio": ("{p} 2000 printf > OUT", "bytes"),
+    "stderr": ("{p} 2000 printf stderr > OUT 2>&1", "bytes"),
+    "system": ("{p} 2000 system > OUT", "bytes"),
+    "group": ("{{ echo a; {p} 2000 printf; {p} 10; echo b; }} > OUT", "bytes"),
+    "numbered": ("exec 5> OUT; echo five >&5; {p} 300 >&5; echo six >&5; exec 5>&-", "bytes"),
+    "exec": ("{p} 2000 end=exec > OUT", "bytes"),
+    "_exit": ("{p} 2000 end=_exit > OUT", "bytes"),
+    "segv": ("{p} 2000 end=segv > OUT", "bytes"),
+    "read-write": ("{p} 2000 read 1<> OUT 2> OUT.err", "bytes"),
+    "append": ("echo first > OUT; {p} 2000 printf >> OUT", "bytes"),
+    "pipe": ("{p} 2000 | cat > OUT", "bytes"),
+    # parent and child write at once through the one description: the
+    # records interleave as the kernel's shared position hands them out
+    "fork": ("{p} 3000 fork > OUT", "records"),
+}
+
+
+@pytest.mark.parametrize("case", list(SHARED_DESCRIPTION_CASES))
+def test_a_description_shared_with_the_shell_stdio_or_a_child_keeps_plain_bytes(tmp_path, case):
+    script, compare = SHARED_DESCRIPTION_CASES[case]
+    script = script.format(p=bin_path("stdout_records"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    logdir = tmp_path / "logs"
+    subprocess.run(sluice_argv("buffer", logdir, a, "bash", "-c", script), cwd=a, env=python_env(), check=False,
+                   capture_output=True)
+    subprocess.run(["bash", "-c", script], cwd=b, check=False, capture_output=True)
+    got, want = (a / "OUT").read_bytes(), (b / "OUT").read_bytes()
+    if compare == "records":
+        assert len(got) == len(want) and sorted(records(got)) == sorted(records(want))
+    else:
+        assert got == want
+    if case == "read-write":
+        assert (a / "OUT.err").read_text() == "read back 2000 of 2000 records\n"
+    e = file_entry(report_json(logdir), a / "OUT")
+    app, fs = e["app"]["POSIX_WRITES"], e["fs"]["POSIX_WRITES"]
+    if case == "append":
+        # O_APPEND through a shared description goes straight through (the
+        # stream's appends would land before ours)
+        assert fs == app and e["fs"]["POSIX_FALLBACK_SHARED"] >= 1
+    elif case == "fork":
+        # (each process's windows have holes where the other's records go)
+        assert fs * 10 <= app, (app, fs)
+    elif case != "numbered":
+        # (pipe: the file is cat's output, read from the pipe in pieces)
+        assert fs * 50 <= app, (app, fs)
 
 
 # ---------------------------------------------------------------- programs, byte for byte
