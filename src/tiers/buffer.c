@@ -1123,12 +1123,25 @@ static ssize_t buffer_fxattr(struct sluice_file *f, int level, const struct slui
 }
 
 /* The kernel changes the bytes (holes, ranges, preallocation): the file
- * goes straight through from here on. */
+ * goes straight through from here on. What this process knew of its size
+ * is void: FALLOC_FL_COLLAPSE_RANGE shrinks it and FALLOC_FL_INSERT_RANGE
+ * moves its end, neither a write nor a truncate (a size kept as "at least
+ * what we wrote" would outlive the collapse); the next stat learns it. */
 static int buffer_fallocate(struct sluice_file *f, int level, int mode, off_t off, off_t len)
 {
+    struct buffer_inode *ino = desc_of(f, level)->ino;
     unsigned reason = SLUICE_FALLBACK_KERNEL;
+
     (void)buffer_control(f, level, SLUICE_CTL_FALLBACK, &reason);
-    return sluice_tier_fallocate(f, level + 1, mode, off, len);
+    int rc = sluice_tier_fallocate(f, level + 1, mode, off, len);
+    if (rc == 0 && ino) {
+        pthread_mutex_lock(&ino->lock);
+        ino->fs_size = 0;
+        ino->fs_size_stale = 1;
+        ino->ra_len = 0;
+        pthread_mutex_unlock(&ino->lock);
+    }
+    return rc;
 }
 
 /* Path calls: the sizes this process knows, and its bytes first. */
