@@ -772,6 +772,51 @@ def main() -> int:
     return summarize(a, cfg, results, elapsed, started, work)
 
 
+# What a failure is, from its message (the first kind that matches each part)
+FAILURE_KINDS = (
+    ("matching no whole content", "partial file under a final name"),
+    ("a content never under this name", "a content under a name it never had"),
+    ("a name the lane no longer has", "a name the program removed or renamed away is present"),
+    ("logged closed or renamed there", "a file whose close or rename was logged is missing"),
+    ("or a later one", "an older content than the one logged"),
+    ("present (holds", "a file present that no moment of the lane has"),
+    ("directory", "directories differ"),
+    (INCOMPLETE, "an unexpected NAME.sluice-incomplete"),
+    ("temporary file left", "temporary file left in the output directory"),
+    ("names/ not empty", "index link (names/) left on the tier"),
+    ("data without a journal entry", "data file without a journal entry left on the tier"),
+    ("left on the tier", "entries left pending on the tier"),
+    ("not empty after recover", "files left on the tier"),
+    ("sluice recover exited", "sluice recover failed"),
+    ("sluice status", "sluice status failed"),
+    ("read back", "a file read back after its close differs"),
+    ("console.log", "console.log"),
+    ("hang", "hang"),
+    ("workload error", "workload error"),
+    ("stopped after", "a lane not killed did not finish"),
+    ("never started", "a lane not killed did not start"),
+    ("unexpected", "unexpected file or directory"),
+    ("side log", "side log out of order"),
+)
+
+
+def failure_kinds(failures: list[str]) -> list[str]:
+    kinds: list[str] = []
+    for f in failures:
+        mine = []
+        for part in f.split("; "):
+            for key, label in FAILURE_KINDS:
+                if key in part:
+                    mine.append(label)
+                    break
+        if len(set(mine)) > 1:   # an incomplete file listed beside the real difference
+            mine = [k for k in mine if k != "an unexpected NAME.sluice-incomplete"]
+        for k in mine:
+            if k not in kinds:
+                kinds.append(k)
+    return kinds
+
+
 def summarize(a, cfg: dict, results: list[Point], elapsed: float, started: str, work: Path) -> int:
     victims = collections.Counter(r.victim for r in results if r.point >= 0)
     phases = collections.Counter(ph for r in results if r.point >= 0 for _, _, ph in r.killed)
@@ -790,11 +835,17 @@ def summarize(a, cfg: dict, results: list[Point], elapsed: float, started: str, 
     print(f"lock files of killed processes left on the tier: {sum(r.locks_left for r in results)} "
           f"in {sum(1 for r in results if r.locks_left)} points")
     print(f"failures: {len(failed)}")
+    by_kind: dict[str, list[Point]] = collections.defaultdict(list)
     for r in failed:
-        again = (f"bench/crash_campaign.py --seed {a.seed} --point {r.point} --ops {a.ops} --max-size {a.max_size} "
-                 f"--variants {a.variants}" + (f" --target {a.target}" if a.target else ""))
-        print(f"  seed {a.seed} point {r.point} ({r.victim}, {r.trigger}, {' '.join(r.options) or 'defaults'}): "
-              f"{r.failures[0]}\n    again: {again}")
+        for k in failure_kinds(r.failures) or ["other"]:
+            by_kind[k].append(r)
+    for k, rs in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
+        print(f"  {k}: {len(rs)} points ({', '.join(str(r.point) for r in rs[:40])}{' ...' if len(rs) > 40 else ''})")
+        for r in rs[:3]:
+            again = (f"bench/crash_campaign.py --seed {a.seed} --point {r.point} --ops {a.ops} --max-size {a.max_size} "
+                     f"--variants {a.variants}" + (f" --target {a.target}" if a.target else ""))
+            print(f"    seed {a.seed} point {r.point} ({r.victim}, {r.trigger}, {' '.join(r.options) or 'defaults'}): "
+                  f"{r.failures[0]}\n      again: {again}")
     if not a.no_json:
         path = a.json or ROOT / "bench" / "results" / f"crash-campaign-seed{a.seed}-{n}pts-{commit()}.json"
         path.write_text(json.dumps({
@@ -804,6 +855,7 @@ def summarize(a, cfg: dict, results: list[Point], elapsed: float, started: str, 
             "victims": dict(victims), "killed_while_in": dict(phases), "options": dict(options),
             "files_checked": sum(r.files for r in results), "bytes_checked": sum(r.bytes for r in results),
             "partial_before_recover": len(partial), "failures": len(failed),
+            "failures_by_kind": {k: [r.point for r in rs] for k, rs in by_kind.items()},
             "results": [r.__dict__ for r in results]}, indent=1, default=str) + "\n")
         print(f"results: {path}")
     if not failed and not a.keep:
