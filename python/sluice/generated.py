@@ -64,6 +64,8 @@ SETTINGS: tuple[Setting, ...] = (
             '--mode auto: a file staged at its create whose first write is at least this large goes to the shared file system at that write, and straight through from then on (a file system takes such writes at full speed: a tier would only write the bytes twice and hold them in node memory); 0: staged whatever the size'),
     Setting('SLUICE_AUTO_LOCAL', 'BOOL', '0', 'auto.local', '--auto-local',
             "--mode auto: 1: stage and buffer files on this node's own file systems too (ext4, xfs, tmpfs, ...); 0: their files are only profiled, as a tier is no faster than the file system itself"),
+    Setting('SLUICE_STAGE_JOB', 'STR', '', '', '',
+            "stage mode: the name of the job's drainer on the tier (`sluice run` starts it and sets this): a closed file is left to it, so no process waits to publish at fork, exec or exit; empty: each process publishes its own files"),
     Setting('SLUICE_STAGE_DRAINERS', 'INT', '4', 'stage.drainers', '--stage-drainers',
             'stage mode: background publishing threads per process'),
     Setting('SLUICE_TIERS', 'STR', '', '', '',

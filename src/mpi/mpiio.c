@@ -41,6 +41,7 @@
 #include "common/crc32.h"
 #include "common/pathnorm.h"
 #include "core/config.h"
+#include "stage/stage.h"
 #include "core/counters.h"
 #include "common/diag.h"
 #include "core/file.h"
@@ -670,6 +671,12 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
         sluice_acb_hints_apply(&h, info);
         sluice_layout_shared_begin(nprocs, h.stripe_size);
     }
+    /* A file one rank wrote with POSIX or stdio (a header) and that is
+     * still on a node's tier goes to the shared file system before any rank
+     * opens it, or the MPI library would open (or create) another file and
+     * the publish would later replace it. */
+    if (stage_publish_for_shared_open(rec->path))
+        SLUICE_PMPI(Barrier)(comm);
     sluice_shared_open_begin();
     rc = NEXT(File_open)(comm, filename, amode, info, fh);
     sluice_shared_open_end();

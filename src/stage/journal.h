@@ -12,13 +12,19 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum journal_state { JOURNAL_OPEN, JOURNAL_CLOSED, JOURNAL_PUBLISHED };
+/* REMOVED: unlinked (or renamed over) on the node before it was published;
+ * its data is gone and the entry stays only for the job's drainer to count
+ * ("never published") and remove. */
+enum journal_state { JOURNAL_OPEN, JOURNAL_CLOSED, JOURNAL_PUBLISHED, JOURNAL_REMOVED };
 
 struct journal_entry {
     char id[96];
     char path[4096];
     mode_t mode;
     int inplace;            /* publish into the existing file (it was truncated, not replaced) */
+    int existed;            /* a file stood at path on the shared file system when this was staged
+                               (`publish=replace`, or inplace): removing or renaming the staged file
+                               removes that one too */
     enum journal_state state;
     pid_t pid;
     int64_t created_ns;
@@ -35,5 +41,24 @@ ssize_t journal_format(const struct journal_entry *e, char *buf, size_t len);
 int journal_write(int jdir, const struct journal_entry *e);
 
 int64_t journal_now_ns(void);
+
+/* The entry's lock (docs/stage.md, "Changing a staged file by name"): an
+ * exclusive flock on journal/ID, checked to be on the file that holds that
+ * name now (a rewrite renames a new file over it). Returns the descriptor
+ * (close it to unlock), -ENOENT when the entry is gone, -EWOULDBLOCK when
+ * !wait and another holds it, or -errno. */
+int journal_lock(int jdir, const char *id, int wait);
+
+/* journal_write under the lock: the new file is locked before it takes the
+ * name, and *lockfd becomes its descriptor. */
+int journal_write_locked(int jdir, const struct journal_entry *e, int *lockfd);
+
+/* Parse an entry's bytes (untrusted: a shared directory). 0, or -1 for
+ * anything that is not a whole, well-formed entry with a matching CRC. */
+int journal_parse(const char *buf, size_t n, struct journal_entry *e);
+
+/* Read and parse journal/ID. 0, -ENOENT when there is none, -EBADMSG when
+ * it does not parse, or -errno. */
+int journal_read(int jdir, const char *id, struct journal_entry *e);
 
 #endif

@@ -89,7 +89,10 @@ int names_lookup(int ndir, const char *abs, struct names_entry *e)
     return lookup_key(ndir, key, abs, e);
 }
 
-void names_list(int ndir, const char *dir, void (*emit)(void *ctx, const char *name, const char *id), void *ctx)
+/* emit for each indexed path under dir: directly under it (name: the
+ * last part), or at any depth (name: the path below dir). */
+static void names_scan(int ndir, const char *dir, int deep, void (*emit)(void *ctx, const char *name, const char *id),
+                       void *ctx)
 {
     size_t dlen = strlen(dir);
     int fd = SLUICE_REAL(openat)(ndir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -102,7 +105,7 @@ void names_list(int ndir, const char *dir, void (*emit)(void *ctx, const char *n
         return;
     }
     while ((de = SLUICE_REAL(readdir)(d)) != NULL) {
-        char target[TARGET_MAX], name[NAME_MAX + 1];
+        char target[TARGET_MAX], name[TARGET_MAX];
         struct names_entry e;
         const char *path;
         size_t plen;
@@ -111,13 +114,23 @@ void names_list(int ndir, const char *dir, void (*emit)(void *ctx, const char *n
         ssize_t n = readlinkat(ndir, de->d_name, target, sizeof target);
         if (n <= 0 || (size_t)n >= sizeof target || names_parse(target, (size_t)n, &e, &path, &plen) != 0)
             continue;
-        /* directly under dir: "dir/NAME", NAME without a slash */
+        /* "dir/NAME": NAME without a slash (or any below dir, deep) */
         if (plen <= dlen + 1 || memcmp(path, dir, dlen) != 0 || path[dlen] != '/' ||
-            memchr(path + dlen + 1, '/', plen - dlen - 1) || plen - dlen - 1 > NAME_MAX)
+            (!deep && (memchr(path + dlen + 1, '/', plen - dlen - 1) || plen - dlen - 1 > NAME_MAX)))
             continue;
         memcpy(name, path + dlen + 1, plen - dlen - 1);
         name[plen - dlen - 1] = '\0';
         emit(ctx, name, e.id);
     }
     SLUICE_REAL(closedir)(d);
+}
+
+void names_list(int ndir, const char *dir, void (*emit)(void *ctx, const char *name, const char *id), void *ctx)
+{
+    names_scan(ndir, dir, 0, emit, ctx);
+}
+
+void names_under(int ndir, const char *dir, void (*emit)(void *ctx, const char *below, const char *id), void *ctx)
+{
+    names_scan(ndir, dir, 1, emit, ctx);
 }

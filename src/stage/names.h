@@ -40,6 +40,10 @@ int names_lookup(int ndir, const char *abs, struct names_entry *e);
 /* emit(ctx, name, id) for each indexed path directly under directory dir. */
 void names_list(int ndir, const char *dir, void (*emit)(void *ctx, const char *name, const char *id), void *ctx);
 
+/* emit(ctx, below, id) for each indexed path at any depth under directory
+ * dir (below: the path's part after "dir/"). */
+void names_under(int ndir, const char *dir, void (*emit)(void *ctx, const char *below, const char *id), void *ctx);
+
 /* Parse a link target "ID MODE PATH" (untrusted bytes of n, no NUL
  * needed): 0 and e, *path (into the target) and *plen, or -1. */
 int names_parse(const char *target, size_t n, struct names_entry *e, const char **path, size_t *plen);

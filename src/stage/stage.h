@@ -28,4 +28,11 @@ int stage_dir_exists(const char *abs);
  * existence check on the shared file system. */
 void stage_dir_created(const char *abs);
 
+/* abs is about to be opened around the tier (MPI_File_open: the MPI
+ * library's own opens are not staged): if it is staged on the node, by
+ * this process or left to the job, it is published first. Returns 1 when
+ * abs is under a mode that stages (the same answer on every rank), so that
+ * the ranks wait for each other before they open it. */
+int stage_publish_for_shared_open(const char *abs);
+
 #endif

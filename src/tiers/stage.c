@@ -24,20 +24,24 @@
 #include <unistd.h>
 
 #include "common/diag.h"
+#include "common/pathnorm.h"
 #include "core/config.h"
 #include "core/counters.h"
 #include "common/statconv.h"
 #include "core/file.h"
+#include "core/policy.h"
 #include "core/stack.h"
 #include "sys/guard.h"
 #include "sys/privfd.h"
 #include "sys/umask.h"
 #include "sys/real.h"
+#include "stage/handoff.h"
 #include "stage/journal.h"
 #include "stage/names.h"
 #include "stage/publish.h"
 #include "stage/stage.h"
 #include "stage/tierdir.h"
+#include "stage/writers.h"
 
 #define STAGE_BUCKETS 1024
 
@@ -52,6 +56,10 @@ struct staged {
     int forked;                   /* staged when the process forked: a child may write it where we do
                                      not see, so no early copy */
     int wrote;                    /* a write reached its data file (auto decides at the first) */
+    int kept;                     /* handed over at the end, but the job's drainer had ended: ours */
+    int own_publish;              /* job mode: closed with an early copy under way, so this process
+                                     completes the publish itself; its entry says open meanwhile, so
+                                     that the job's drainer leaves it */
     int64_t closed_ns;            /* last close */
     /* Early copy of a large file still being written (SLUICE_STAGE_PRECOPY):
      * the temporary file, how much of the data it holds, and the lowest
@@ -86,6 +94,8 @@ static struct {
     int count;                    /* staged files in the table */
     int drainers;                 /* threads running */
     int ending;                   /* process exit: no delay, everything goes */
+    int job;                      /* the job's drainer runs (SLUICE_STAGE_JOB): closed files are left to it */
+    struct tier_dirs dirs;        /* (the same descriptors, for the handoff module) */
 } st = {.ownerfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
         .done = PTHREAD_COND_INITIALIZER};
 
@@ -257,11 +267,21 @@ static int owner_lock_locked(void)
     if (st.ownerfd >= 0)
         return 0;
     owner_name(name, sizeof name);
-    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd < 0)
         return -errno;
     if (SLUICE_REAL(flock)(fd, LOCK_EX | LOCK_NB) != 0) {
         int err = -errno;
+        sluice_privfd_close(fd);
+        return err;
+    }
+    /* Under the job's drainer, what this process closed is the job's even
+     * while it lives: the lock file says so (handoff_owner_released). */
+    char mark[128];
+    int n = snprintf(mark, sizeof mark, "job %s\n", sluice_cfg.stage_job);
+    if (SLUICE_REAL(ftruncate)(fd, 0) != 0 ||
+        (st.job && (n >= (int)sizeof mark || SLUICE_REAL(pwrite)(fd, mark, (size_t)n, 0) != n))) {
+        int err = errno ? -errno : -EIO;
         sluice_privfd_close(fd);
         return err;
     }
@@ -277,9 +297,30 @@ static void owner_lock_drop_locked(void)
     if (st.ownerfd < 0 || st.count != 0)
         return;
     owner_name(name, sizeof name);
-    (void)SLUICE_REAL(unlinkat)(st.ldir, name, 0);
+    /* (under the job's drainer the file stays: it says whose the files
+     * this process handed over are; the drainer removes it at its end) */
+    if (!st.job)
+        (void)SLUICE_REAL(unlinkat)(st.ldir, name, 0);
     sluice_privfd_close(st.ownerfd);
     st.ownerfd = -1;
+}
+
+/* Whether the job's drainer still runs. It ends when the job's program
+ * ended; a process of the job that outlives it (in the background) then
+ * publishes its own files as without it, and its lock file says so, so
+ * that no drainer takes what is still in its table. */
+static int job_drainer_running(const char *name);
+
+static int job_running(void)
+{
+    if (!st.job)
+        return 0;
+    if (job_drainer_running(sluice_cfg.stage_job))
+        return 1;
+    st.job = 0;
+    if (st.ownerfd >= 0)
+        (void)SLUICE_REAL(ftruncate)(st.ownerfd, 0);
+    return 0;
 }
 
 /* s is on the shared file system: its entry and data go, then its index
@@ -298,12 +339,30 @@ static void forget_locked(struct staged *s)
     pthread_cond_broadcast(&st.done);
 }
 
+/* Rewrite s's journal entry (st.lock held). An entry this process
+ * publishes itself under the job's drainer says open on the tier. */
+static void entry_write_locked(struct staged *s)
+{
+    struct journal_entry e = s->e;
+
+    if (s->own_publish && e.state == JOURNAL_CLOSED)
+        e.state = JOURNAL_OPEN;
+    (void)journal_write(st.jdir, &e);
+}
+
 /* s is gone without being published (unlinked, or replaced by a rename):
  * its data, entry and index link go, and this process forgets it. */
 static void discard_locked(struct staged *s)
 {
+    if (st.job) {
+        /* (the job's drainer counts it as never published, and removes the entry) */
+        s->e.state = JOURNAL_REMOVED;
+        s->e.updated_ns = journal_now_ns();
+        entry_write_locked(s);
+    }
     SLUICE_REAL(unlinkat)(st.ddir, s->e.id, 0);
-    SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
+    if (!st.job)
+        SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
     names_remove(st.ndir, s->e.path, s->e.id);
     forget_locked(s);
 }
@@ -313,6 +372,22 @@ static void discard_locked(struct staged *s)
 static int mode_stages(const char *mode)
 {
     return strcmp(mode, "stage") == 0 || strcmp(mode, "auto") == 0;
+}
+
+/* The job's drainer (`sluice run` started it for this tier) holds
+ * locks/NAME while it runs. */
+static int job_drainer_running(const char *name)
+{
+    int fd, running;
+
+    if (!name[0] || name[0] == '.' || strchr(name, '/'))
+        return 0;
+    fd = SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (fd < 0)
+        return 0;
+    running = SLUICE_REAL(flock)(fd, LOCK_SH | LOCK_NB) != 0;
+    SLUICE_REAL(close)(fd);
+    return running;
 }
 
 static int stage_init(void)
@@ -346,6 +421,8 @@ static int stage_init(void)
     /* IDs stay unique across an exec that keeps the process id: the counter
      * starts from the clock. */
     st.seq = (unsigned long)(journal_now_ns() / 1000 % 1000000000000LL);
+    st.dirs = (struct tier_dirs){st.ddir, st.jdir, st.ldir, st.ndir};
+    st.job = job_drainer_running(sluice_cfg.stage_job);
     st.usable = 1;
     return 0;
 }
@@ -376,63 +453,6 @@ static void count_tier_open(struct sluice_file *f)
  * locks/ID.users while they have it open (a file of its own: never a lock
  * on the data file, which the program may lock itself). Its owner
  * publishes only while it can hold that lock exclusively. */
-static void users_name(const char *id, char *out, size_t len)
-{
-    snprintf(out, len, "%s.users", id);
-}
-
-/* A writer joins: the shared lock, or -errno. Waits while the owner is
- * publishing (then the caller finds the file published). */
-static int users_join(const char *id)
-{
-    char name[128];
-    int fd;
-
-    users_name(id, name, sizeof name);
-    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (fd < 0)
-        return -errno;
-    if (SLUICE_REAL(flock)(fd, LOCK_SH) != 0) {
-        int err = -errno;
-        sluice_privfd_close(fd);
-        return err;
-    }
-    return fd;
-}
-
-/* The owner, before publishing: the exclusive lock (a descriptor to
- * release after), -1 when no other process ever wrote the file, or
- * -EBUSY while one has it open. */
-static int users_hold(const char *id)
-{
-    char name[128];
-    int fd;
-
-    users_name(id, name, sizeof name);
-    fd = sluice_privfd_keep(SLUICE_REAL(openat)(st.ldir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
-    if (fd < 0)
-        return -1;
-    if (SLUICE_REAL(flock)(fd, LOCK_EX | LOCK_NB) != 0) {
-        sluice_privfd_close(fd);
-        return -EBUSY;
-    }
-    return fd;
-}
-
-/* After the publish (published: the lock file goes too). */
-static void users_release(int fd, const char *id, int published)
-{
-    char name[128];
-
-    if (fd < 0)
-        return;
-    if (published) {
-        users_name(id, name, sizeof name);
-        (void)SLUICE_REAL(unlinkat)(st.ldir, name, 0);
-    }
-    sluice_privfd_close(fd);
-}
-
 /* ------------------------------------------------------------ drainers */
 
 /* A file still open with at least SLUICE_STAGE_PRECOPY bytes not yet
@@ -513,6 +533,8 @@ static struct staged *next_due_locked(int64_t now, int64_t *wait_ns)
     return NULL;
 }
 
+static void hand_over_locked(struct staged *s);
+
 /* Publish one due file (st.lock held; dropped while its bytes are copied).
  * The drainers call it, and so does a thread waiting for them at exit. */
 static void drain_one_locked(struct staged *s)
@@ -520,7 +542,7 @@ static void drain_one_locked(struct staged *s)
     char why[512];
 
     struct journal_entry e = s->e;
-    int users = users_hold(e.id);
+    int users = writers_hold(st.ldir, e.id);
     if (users == -EBUSY) {
         /* another process writes it: later, or (at exit) it publishes it */
         if (st.ending)
@@ -544,13 +566,16 @@ static void drain_one_locked(struct staged *s)
     s->draining = 0;
     if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
         /* reopened, renamed or unlinked meanwhile: it goes again later */
-        users_release(users, e.id, 0);
+        writers_release(st.ldir, users, e.id, 0);
         pthread_cond_broadcast(&st.done);
         return;
     }
-    users_release(users, e.id, rc == 0);
-    if (rc == 0) {
+    /* (the file leaves the tier before a writer waiting to join goes on:
+     * it then finds the published file) */
+    if (rc == 0)
         published_locked(s);
+    writers_release(st.ldir, users, e.id, rc == 0);
+    if (rc == 0) {
         dir_note_published_locked(s->e.path);
         forget_locked(s);
     } else {
@@ -560,7 +585,12 @@ static void drain_one_locked(struct staged *s)
         s->failed = 1;
         snprintf(s->e.error, sizeof s->e.error, "%.255s", why);
         s->e.updated_ns = journal_now_ns();
-        (void)journal_write(st.jdir, &s->e);
+        if (s->own_publish && job_running()) {
+            s->own_publish = 0;
+            hand_over_locked(s);   /* the job's drainer tries again, and `sluice run` names it */
+            return;
+        }
+        entry_write_locked(s);
         pthread_cond_broadcast(&st.done);
     }
 }
@@ -674,11 +704,13 @@ static int owner_alive(const char *id)
 }
 
 /* Another process's staged file is about to be changed here (written,
- * truncated, renamed, removed): wait until its process has published it,
- * then the call goes to the shared file system. Its process publishes it
- * once closed and left alone for the stage delay; if that process has
- * ended, `sluice recover` is its publisher, and after a minute without
- * progress the call goes on anyway; both are said on stderr. */
+ * truncated, renamed, removed): wait until that process has let go of it:
+ * handed it to the job (it closed it, under the job's drainer: the change
+ * is then made on the tier, handoff.h), or published it (the call goes to
+ * the shared file system). Without a job's drainer it publishes it once
+ * closed and left alone for the stage delay; if that process has ended
+ * with the file still open, `sluice recover` is its publisher, and after a
+ * minute without progress the call goes on anyway; both are said on stderr. */
 #define WAIT_PUBLISHED_NS (60LL * 1000000000)
 
 static void wait_published(const char *abs)
@@ -687,6 +719,12 @@ static void wait_published(const char *abs)
     int64_t start = journal_now_ns();
 
     while (foreign_lookup(abs, &e)) {
+        struct journal_entry je;
+        int lockfd;
+        if (handoff_get(&st.dirs, abs, &je, &lockfd) == 1) {
+            SLUICE_REAL(close)(lockfd);
+            return;   /* the job's now: changed on the tier */
+        }
         if (!owner_alive(e.id)) {
             sluice_diag("stage mode: %s was staged by a process that has ended; `sluice recover %s` publishes it",
                         abs, st.tier);
@@ -718,6 +756,7 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
     s->e.pid = getpid();
     s->e.created_ns = s->e.updated_ns = journal_now_ns();
     s->existed = existed;
+    s->e.existed = existed;
     s->e.inplace = existed && keep_inode;   /* published into the same file (see stage_open) */
     s->rec = f->rec;
     s->pre_fd = -1;
@@ -749,10 +788,29 @@ static int stage_new_locked(struct sluice_file *f, struct stage_desc *d, const c
     return fd;
 }
 
+static int stage_open_abs(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode,
+                          const char *abs);
+static int staged_through_links(const char *abs, int follow_last, char *out, size_t len);
+
+/* A path that reaches a staged file through symbolic links on the shared
+ * file system (where the link dangles until it is published) opens the
+ * staged file, as plain would open the file the link names. Not for a
+ * create: that stats the name first and stages what does not exist. */
 static int stage_open(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode)
 {
+    char real[PATH_MAX];
+    int fd = stage_open_abs(f, level, dirfd, path, flags, mode, f->rec->path);
+
+    if (fd == -ENOENT && !(flags & (O_CREAT | O_NOFOLLOW)) && f->rec->path[0] == '/' &&
+        staged_through_links(f->rec->path, 1, real, sizeof real))
+        fd = stage_open_abs(f, level, AT_FDCWD, real, flags, mode, real);
+    return fd;
+}
+
+static int stage_open_abs(struct sluice_file *f, int level, int dirfd, const char *path, int flags, mode_t mode,
+                          const char *abs)
+{
     struct stage_desc *d = desc_of(f, level);
-    const char *abs = f->rec->path;
     struct staged *s;
     struct stat sb;
     int fd, existed = 0, keep_inode = 0, retried = 0;
@@ -786,7 +844,7 @@ again:
             if (s->e.state != JOURNAL_OPEN) {
                 s->e.state = JOURNAL_OPEN;
                 s->e.updated_ns = journal_now_ns();
-                (void)journal_write(st.jdir, &s->e);
+                entry_write_locked(s);
             }
             d->s = s;
         }
@@ -814,7 +872,7 @@ again:
              * holding locks/ID.users so that the owner publishes only
              * after its close */
             struct names_entry again;
-            int ufd = users_join(ne.id);
+            int ufd = writers_join(st.ldir, ne.id);
             if (ufd >= 0 && foreign_lookup(abs, &again) && strcmp(again.id, ne.id) == 0) {
                 fd = SLUICE_REAL(openat)(st.ddir, ne.id, (flags & ~(O_CREAT | O_EXCL)) | O_NOFOLLOW, 0);
                 if (fd >= 0) {
@@ -1007,22 +1065,24 @@ static int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int
      * caller's error stands), as no drainer publishes it then. Held, the
      * lock keeps new writers waiting until the file is on the shared file
      * system, where they then find it. */
-    int users = users_hold(s->e.id);
+    int users = writers_hold(st.ldir, s->e.id);
     if (users == -EBUSY) {
         pthread_mutex_unlock(&st.lock);
         return -EBUSY;
     }
     precopy_drop_locked(s);
     rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
-    users_release(users, s->e.id, rc == 0);
     if (rc == 0) {
         dir_note_published_locked(s->e.path);
         move_description(f, &m);   /* (first: the caller's, whatever the table holds) */
         sluice_files_each(move_description, &m);
-        if (s->opens == 0) {
+        if (s->opens == 0)
             published_locked(s);
+    }
+    writers_release(st.ldir, users, s->e.id, rc == 0);
+    if (rc == 0) {
+        if (s->opens == 0)
             forget_locked(s);
-        }
         rc = d->s ? (m.rc ? m.rc : -EIO) : 0;
     }
     pthread_mutex_unlock(&st.lock);
@@ -1052,9 +1112,17 @@ static ssize_t staged_moved(struct sluice_file *f, off_t off, ssize_t rc)
     return rc;
 }
 
+/* The descriptor is a data file on the tier: this process's staged file,
+ * or one another process staged (or handed to the job) that it opened by
+ * name. Its transfers are the tier's, not the shared file system's. */
+static int on_tier(const struct stage_desc *d)
+{
+    return d->s || d->foreign;
+}
+
 static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n, off_t off)
 {
-    if (!desc_of(f, level)->s)
+    if (!on_tier(desc_of(f, level)))
         return sluice_tier_read(f, level + 1, buf, n, off);
     return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off)));
 }
@@ -1093,6 +1161,8 @@ static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, si
     struct stage_desc *d = desc_of(f, level);
     ssize_t rc;
 
+    if (!d->s && d->foreign)
+        return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off)));
     if (!d->s || auto_goes_direct(f, d, n))
         return sluice_tier_write(f, level + 1, buf, n, off);
     rc = staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off)));
@@ -1119,7 +1189,7 @@ static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, si
 
 static ssize_t stage_readv(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-    if (!desc_of(f, level)->s)
+    if (!on_tier(desc_of(f, level)))
         return sluice_tier_readv(f, level + 1, iov, cnt, off, flags);
     if (flags)
         return staged_moved(f, off, sys(SLUICE_REAL(preadv2)(f->fd, iov, cnt, off, flags)));
@@ -1131,6 +1201,11 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     struct stage_desc *d = desc_of(f, level);
     ssize_t rc;
 
+    if (!d->s && d->foreign) {
+        if (flags)
+            return staged_moved(f, off, sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags)));
+        return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(writev)(f->fd, iov, cnt) : SLUICE_REAL(pwritev)(f->fd, iov, cnt, off)));
+    }
     if (!d->s)
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     size_t total = 0;
@@ -1172,7 +1247,7 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
 
 static off_t stage_lseek(struct sluice_file *f, int level, off_t off, int whence)
 {
-    if (!desc_of(f, level)->s)
+    if (!on_tier(desc_of(f, level)))
         return sluice_tier_lseek(f, level + 1, off, whence);
     off_t rc = SLUICE_REAL(lseek)(f->fd, off, whence);
     if (rc >= 0 && f->owns_pos)
@@ -1184,7 +1259,7 @@ static int stage_fsync(struct sluice_file *f, int level, int datasync)
 {
     /* A staged file is durable as the tier is; it reaches the shared file
      * system when closed (docs/stage.md). */
-    if (!desc_of(f, level)->s)
+    if (!on_tier(desc_of(f, level)))
         return sluice_tier_fsync(f, level + 1, datasync);
     return (datasync ? SLUICE_REAL(fdatasync)(f->fd) : SLUICE_REAL(fsync)(f->fd)) < 0 ? -errno : 0;
 }
@@ -1193,11 +1268,12 @@ static int stage_ftruncate(struct sluice_file *f, int level, off_t len)
 {
     struct staged *s = desc_of(f, level)->s;
 
-    if (!s)
+    if (!on_tier(desc_of(f, level)))
         return sluice_tier_ftruncate(f, level + 1, len);
     if (SLUICE_REAL(ftruncate)(f->fd, len) < 0)
         return -errno;
-    precopy_note_write(s, len);
+    if (s)
+        precopy_note_write(s, len);
     return 0;
 }
 
@@ -1205,12 +1281,14 @@ static int stage_fstat(struct sluice_file *f, int level, struct stat *sb)
 {
     struct staged *s = desc_of(f, level)->s;
 
-    if (!s) {
-        int rc = sluice_tier_fstat(f, level + 1, sb);
-        if (rc == 0 && desc_of(f, level)->foreign)
-            sb->st_mode = (sb->st_mode & ~07777) | desc_of(f, level)->foreign_mode;
-        return rc;
+    if (!s && desc_of(f, level)->foreign) {
+        if (SLUICE_REAL(fstat)(f->fd, sb) < 0)
+            return -errno;
+        sb->st_mode = (sb->st_mode & ~07777) | desc_of(f, level)->foreign_mode;
+        return 0;
     }
+    if (!s)
+        return sluice_tier_fstat(f, level + 1, sb);
     if (SLUICE_REAL(fstat)(f->fd, sb) < 0)
         return -errno;
     sb->st_mode = (sb->st_mode & ~07777) | s->e.mode;
@@ -1228,15 +1306,16 @@ static void foreign_takeover(const char *id, const char *abs, struct sluice_reco
     char why[512];
     int users, jfd;
 
-    if (owner_alive(id) || !names_lookup(st.ndir, abs, &ne) || strcmp(ne.id, id) != 0)
-        return;
-    if ((users = users_hold(id)) == -EBUSY)
+    if (job_running() || !handoff_owner_released(st.ldir, id) || !names_lookup(st.ndir, abs, &ne) ||
+        strcmp(ne.id, id) != 0)
+        return;   /* (the job's drainer publishes it, or its owner does) */
+    if ((users = writers_hold(st.ldir, id)) == -EBUSY)
         return;   /* another writer still has it: its close does this */
     jfd = SLUICE_REAL(openat)(st.jdir, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
     if (jfd < 0 || SLUICE_REAL(flock)(jfd, LOCK_EX | LOCK_NB) != 0) {
         if (jfd >= 0)
             SLUICE_REAL(close)(jfd);
-        users_release(users, id, 0);
+        writers_release(st.ldir, users, id, 0);
         return;   /* gone, or `sluice drain` is at it */
     }
     memset(&je, 0, sizeof je);
@@ -1249,13 +1328,89 @@ static void foreign_takeover(const char *id, const char *abs, struct sluice_reco
     if (publish_entry(st.ddir, &je, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why) == 0) {
         publish_finish(st.ddir, st.jdir, &je);
         names_remove(st.ndir, abs, id);
-        users_release(users, id, 1);
+        writers_release(st.ldir, users, id, 1);
     } else {
         sluice_diag("stage mode: cannot publish %s (%s); it stays on the tier %s until `sluice drain`", abs, why,
                     st.tier);
-        users_release(users, id, 0);
+        writers_release(st.ldir, users, id, 0);
     }
     SLUICE_REAL(close)(jfd);
+}
+
+/* Job mode: a staged file none of this process's descriptors holds is
+ * left to the job's drainer: its entry says closed (with the path and mode
+ * the journal has now: another process may have renamed its directory or
+ * changed its mode), and this process forgets it; the index still names it,
+ * so this process and every other find it on the tier until it is
+ * published. Descriptors of other processes (a child's, an exec'd
+ * program's) keep it from being published: the drainer sees them. */
+static struct stage_desc *stage_desc_of_file(struct sluice_file *g);
+
+static void hand_over_locked(struct staged *s)
+{
+    struct journal_entry disk;
+    int lockfd;
+
+    while (s->draining || s->precopying)
+        pthread_cond_wait(&st.done, &st.lock);
+    precopy_drop_locked(s);
+    lockfd = journal_lock(st.jdir, s->e.id, 1);
+    if (lockfd >= 0 && journal_read(st.jdir, s->e.id, &disk) == 0) {
+        if (disk.state == JOURNAL_REMOVED || disk.state == JOURNAL_PUBLISHED) {
+            SLUICE_REAL(close)(lockfd);
+            lockfd = -1;   /* removed by another process meanwhile: nothing to hand over */
+        } else {
+            snprintf(s->e.path, sizeof s->e.path, "%s", disk.path);
+            s->e.mode = disk.mode;
+        }
+    }
+    if (lockfd >= 0) {
+        s->e.state = JOURNAL_CLOSED;
+        s->closed_ns = s->e.updated_ns = journal_now_ns();
+        int written = journal_write_locked(st.jdir, &s->e, &lockfd) == 0;
+        SLUICE_REAL(close)(lockfd);
+        if (!written)
+            s->own_publish = 1;   /* (the tier is full: the entry still says open; we publish it) */
+        if (!written || !job_running()) {
+            /* (asked after the entry says closed: a drainer that ended
+             * before saw it in its last look; one that ends now leaves it
+             * to us, and so does the lock file) */
+            drainers_start_locked();
+            pthread_cond_signal(&st.work);
+            return;
+        }
+    }
+    unlink_locked(s);
+    free(s);
+    pthread_cond_broadcast(&st.done);
+}
+
+/* Job mode, at exit or exec: every staged file goes to the job, open ones
+ * too (what the process holds open at its end is complete); descriptors
+ * that outlive this (an exec'd image's, a destructor's) write its data
+ * file as before, and the drainer waits for them. */
+static void detach_description(struct sluice_file *g, void *arg)
+{
+    struct stage_desc *gd = stage_desc_of_file(g);
+
+    (void)arg;
+    if (gd && gd->s) {
+        gd->s->opens--;
+        gd->s = NULL;
+    }
+}
+
+static void hand_over_all_locked(void)
+{
+    sluice_files_each(detach_description, NULL);
+rescan:
+    for (int b = 0; b < STAGE_BUCKETS; b++)
+        for (struct staged *s = st.buckets[b]; s; s = s->next)
+            if (!s->kept && !s->own_publish) {
+                s->kept = 1;   /* (still here after: the drainer ended, we publish it) */
+                hand_over_locked(s);
+                goto rescan;   /* (the table may have changed while it waited) */
+            }
 }
 
 static int stage_close(struct sluice_file *f, int level)
@@ -1276,10 +1431,14 @@ static int stage_close(struct sluice_file *f, int level)
     }
     rc = sluice_privfd_close(f->fd);
     pthread_mutex_lock(&st.lock);
-    if (--s->opens == 0) {
+    if (--s->opens == 0 && st.job && s->pre_fd < 0 && !s->precopying) {
+        hand_over_locked(s);   /* (it asks whether the drainer still runs) */
+    } else if (s->opens == 0) {
+        /* (an early copy is ours to complete: handed over, it would be copied again) */
+        s->own_publish = st.job;
         s->e.state = JOURNAL_CLOSED;
         s->closed_ns = s->e.updated_ns = journal_now_ns();
-        (void)journal_write(st.jdir, &s->e);
+        entry_write_locked(s);
         drainers_start_locked();
         pthread_cond_signal(&st.work);
     }
@@ -1305,8 +1464,8 @@ static int stage_control(struct sluice_file *f, int level, int op, void *arg)
          * shell's `cmd > file`): the file goes to the shared file system
          * now, and the descriptor with it. A file a forked parent staged is
          * the parent's to publish (its data file stays while it has it open). */
-        if (s->e.pid != getpid())
-            return 0;
+        if (s->e.pid != getpid() || st.job)
+            return 0;   /* (job mode: handed over at the end, the drainer waits for the new image) */
         return stage_move_to_shared(f, d, POSIX_FALLBACKS) == 0 ? 1 : 0;
     }
     if (op == SLUICE_CTL_FALLBACK && (*(const unsigned *)arg & SLUICE_FALLBACK_MMAP)) {
@@ -1359,18 +1518,18 @@ rescan:
                 pthread_cond_wait(&st.done, &st.lock);
                 goto rescan;   /* the table may have changed */
             }
-            int users = users_hold(s->e.id);
+            int users = writers_hold(st.ldir, s->e.id);
             if (users == -EBUSY)
                 continue;   /* another process writes it: it stays staged */
             precopy_drop_locked(s);
             if (publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why) == 0) {
-                users_release(users, s->e.id, 1);
                 published_locked(s);
+                writers_release(st.ldir, users, s->e.id, 1);
                 dir_note_published_locked(s->e.path);
                 forget_locked(s);   /* s is freed: scan again */
                 goto rescan;
             }
-            users_release(users, s->e.id, 0);
+            writers_release(st.ldir, users, s->e.id, 0);
             s->failed = 1;   /* the drainers report it; the child sees the old file, or none */
         }
 }
@@ -1400,12 +1559,23 @@ static int stage_quiesce(unsigned why)
                 s->forked = 1;   /* (files staged after the fork are the parent's alone) */
                 s->dirty_low = 0;
             }
-        publish_closed_locked();
+        if (!st.job)   /* (job mode: closed files are the job's already, seen through the index) */
+            publish_closed_locked();
         pthread_mutex_unlock(&st.lock);
     }
     if (!st.usable || (why & (SLUICE_QUIESCE_FORK | SLUICE_QUIESCE_SIGNAL)))
         return 0;
     pthread_mutex_lock(&st.lock);
+    if (job_running()) {
+        /* no wait: the job's drainer publishes */
+        hand_over_all_locked();
+        if (st.count == 0) {
+            owner_lock_drop_locked();
+            pthread_mutex_unlock(&st.lock);
+            return 0;
+        }
+        /* (the drainer ended meanwhile: what it did not take is published as without it) */
+    }
     if (st.count == 0 || sluice_cfg.stage_detach) {
         owner_lock_drop_locked();   /* (kept while detached entries remain) */
         pthread_mutex_unlock(&st.lock);
@@ -1419,7 +1589,7 @@ static int stage_quiesce(unsigned why)
                 s->opens = 0;
                 s->e.state = JOURNAL_CLOSED;
                 s->closed_ns = journal_now_ns();
-                (void)journal_write(st.jdir, &s->e);
+                entry_write_locked(s);
             }
     drainers_start_locked();
     pthread_cond_broadcast(&st.work);
@@ -1578,7 +1748,7 @@ int stage_path_rename(const char *from, const char *to, int *rc)
     s->existed = 0;
     s->e.inplace = 0;   /* a rename puts this file in the name's place */
     insert_locked(s);
-    (void)journal_write(st.jdir, &s->e);
+    entry_write_locked(s);
     pthread_cond_signal(&st.work);
     pthread_mutex_unlock(&st.lock);
     *rc = existed ? (SLUICE_REAL(unlink)(from) == 0 || errno == ENOENT ? 0 : -errno) : 0;
@@ -1593,7 +1763,7 @@ static int stage_path_set_mode(const char *abs, mode_t mode)
     if (s) {
         s->e.mode = mode & 07777;
         s->e.updated_ns = journal_now_ns();
-        (void)journal_write(st.jdir, &s->e);
+        entry_write_locked(s);
         (void)names_update(st.ndir, abs, s->e.id, s->e.mode);
     }
     pthread_mutex_unlock(&st.lock);
@@ -1620,20 +1790,69 @@ static const char *managed_name(cpath *p)
 }
 
 /* stat of a path staged here or by another process on the node. */
-static int any_staged_stat(cpath *p, struct stat *sb)
+static int staged_stat_abs(const char *abs, struct stat *sb)
 {
-    const char *abs = staged_name(p), *any = managed_name(p);
     struct names_entry e;
 
-    if (abs && stage_path_stat(abs, sb))
+    if (stage_active() && stage_path_stat(abs, sb))
         return 1;
-    if (!any || !foreign_lookup(any, &e) || SLUICE_REAL(fstatat)(st.ddir, e.id, sb, AT_SYMLINK_NOFOLLOW) != 0)
+    if (!foreign_lookup(abs, &e) || SLUICE_REAL(fstatat)(st.ddir, e.id, sb, AT_SYMLINK_NOFOLLOW) != 0)
         return 0;
     sb->st_mode = (sb->st_mode & ~07777) | e.mode;
     return 1;
 }
 
-/* A call that changes a path another process staged waits for its publish. */
+static int any_staged_stat(cpath *p, struct stat *sb)
+{
+    const char *any = managed_name(p);
+
+    return any && staged_stat_abs(any, sb);
+}
+
+/* abs names a staged file through symbolic links on the shared file
+ * system (a link to a file not yet published dangles there): the path they
+ * lead to, in out. Asked only once the file system said ENOENT, so a path
+ * without links costs nothing more; each link is a readlink. follow_last:
+ * the last component too (stat, open; not lstat). 1 when out is staged. */
+static int staged_through_links(const char *abs, int follow_last, char *out, size_t len)
+{
+    char cur[PATH_MAX], rest[PATH_MAX], link[PATH_MAX], next[2 * PATH_MAX];
+    struct stat sb;
+    int links = 0;
+
+    if (!st.usable || abs[0] != '/' || strlen(abs) >= sizeof rest)
+        return 0;
+    cur[0] = '\0';
+    snprintf(rest, sizeof rest, "%s", abs + 1);
+    while (rest[0]) {
+        char *slash = strchr(rest, '/');
+        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+        const char *after = slash ? slash + 1 : "";
+        if ((size_t)snprintf(next, sizeof next, "%s/%.*s", cur, (int)n, rest) >= sizeof cur)
+            return 0;
+        ssize_t r = (slash || follow_last) ? readlink(next, link, sizeof link - 1) : -1;
+        if (r < 0) {
+            memcpy(cur, next, strlen(next) + 1);   /* (shorter than cur: checked above) */
+            memmove(rest, after, strlen(after) + 1);
+            continue;
+        }
+        if (++links > 40)
+            return 0;
+        link[r] = '\0';
+        if ((size_t)snprintf(next, sizeof next, "%s/%s%s%s", link[0] == '/' ? "" : cur, link, *after ? "/" : "",
+                             after) >= sizeof rest)
+            return 0;
+        sluice_path_normalize(next);
+        memcpy(rest, next + 1, strlen(next + 1) + 1);   /* (shorter than rest: checked above) */
+        cur[0] = '\0';
+    }
+    if (!links || (size_t)snprintf(out, len, "%s", cur[0] ? cur : "/") >= len)
+        return 0;
+    return staged_stat_abs(out, &sb);
+}
+
+/* A call that changes a path another process staged waits until that
+ * process has let go of it (wait_published). */
 static void settle_foreign(cpath *p)
 {
     const char *any = managed_name(p);
@@ -1643,29 +1862,151 @@ static void settle_foreign(cpath *p)
         wait_published(any);
 }
 
+/* A staged file left to the job (handoff.h) is removed from the node:
+ * never published. 1 when abs was one (*existed: a file stood at abs on
+ * the shared file system when it was staged; it goes too). */
+static int handed_unlink(const char *abs, int *existed)
+{
+    struct journal_entry e;
+    int lockfd;
+
+    if (!abs || !st.usable || handoff_get(&st.dirs, abs, &e, &lockfd) != 1)
+        return 0;
+    *existed = e.existed;
+    handoff_discard(&st.dirs, &e, &lockfd, st.job);
+    SLUICE_REAL(close)(lockfd);
+    return 1;
+}
+
+/* The shared file system's unlink of a name whose staged file was just
+ * removed from the node, when one stood there before it was staged. */
+static int unlink_replaced(const char *abs, int existed)
+{
+    return existed ? (SLUICE_REAL(unlink)(abs) == 0 || errno == ENOENT ? 0 : -errno) : 0;
+}
+
+/* A staged file left to the job takes the name to (what was staged there
+ * is gone, as a renamed-over file is). 1 when from was one (*rc). */
+static int handed_rename(const char *from, const char *to, int *rc)
+{
+    struct journal_entry e;
+    int lockfd, existed;
+
+    if (!from || !to || !st.usable || handoff_get(&st.dirs, from, &e, &lockfd) != 1)
+        return 0;
+    existed = e.existed;
+    int dropped;
+    (void)handed_unlink(to, &dropped);
+    *rc = handoff_move(&st.dirs, &e, &lockfd, to);
+    SLUICE_REAL(close)(lockfd);
+    if (*rc == 0)
+        *rc = unlink_replaced(from, existed);
+    return 1;
+}
+
+/* chmod of a staged file left to the job: the mode it is published with. */
+static int handed_chmod(const char *abs, mode_t mode)
+{
+    struct journal_entry e;
+    int lockfd;
+
+    if (!abs || !st.usable || handoff_get(&st.dirs, abs, &e, &lockfd) != 1)
+        return 0;
+    e.mode = mode & 07777;
+    e.updated_ns = journal_now_ns();
+    (void)journal_write_locked(st.jdir, &e, &lockfd);
+    (void)names_update(st.ndir, abs, e.id, e.mode);
+    SLUICE_REAL(close)(lockfd);
+    return 1;
+}
+
+static int handed_truncate(const char *abs, off_t len, int *rc)
+{
+    struct journal_entry e;
+    int lockfd, fd;
+
+    if (!abs || !st.usable || handoff_get(&st.dirs, abs, &e, &lockfd) != 1)
+        return 0;
+    fd = SLUICE_REAL(openat)(st.ddir, e.id, O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    *rc = fd < 0 || SLUICE_REAL(ftruncate)(fd, len) != 0 ? -errno : 0;
+    if (fd >= 0)
+        SLUICE_REAL(close)(fd);
+    SLUICE_REAL(close)(lockfd);
+    return 1;
+}
+
+/* Calls stage mode does not keep (link, chown, times, xattrs, renameat2's
+ * exchange) on a staged file left to the job: it is published now, then the
+ * call goes to the shared file system. 0 or -errno. */
+static int handed_publish_now(const char *abs, struct sluice_record *rec)
+{
+    struct journal_entry e;
+    char why[512];
+    int lockfd, users, rc;
+
+    if (!abs || !st.usable || handoff_get(&st.dirs, abs, &e, &lockfd) != 1)
+        return 0;
+    if (!rec && (rec = sluice_record_get(SLUICE_MOD_POSIX, abs)) != NULL)
+        sluice_record_split_sides(rec);   /* (what the publish costs is the fs side's) */
+    /* another process writing it through the tier closes it first (a minute at most) */
+    for (int tries = 0; (users = writers_hold(st.ldir, e.id)) == -EBUSY && tries < 6000; tries++) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (users == -EBUSY) {
+        SLUICE_REAL(close)(lockfd);
+        return -EBUSY;
+    }
+    rc = publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why);
+    if (rc == 0) {
+        publish_finish(st.ddir, st.jdir, &e);
+        names_remove(st.ndir, abs, e.id);
+    }
+    writers_release(st.ldir, users, e.id, rc == 0);
+    SLUICE_REAL(close)(lockfd);
+    return rc;
+}
+
 static int stage_tier_path_stat(cstack *s, int level, cpath *p, struct stat *sb, int flags)
 {
+    char real[PATH_MAX];
+
     if (any_staged_stat(p, sb))
         return 0;
-    return sluice_tier_path_stat(s, level + 1, p, sb, flags);
+    int rc = sluice_tier_path_stat(s, level + 1, p, sb, flags);
+    if (rc == -ENOENT && p->abs &&
+        staged_through_links(p->abs, !(flags & AT_SYMLINK_NOFOLLOW), real, sizeof real) && staged_stat_abs(real, sb))
+        return 0;
+    return rc;
 }
 
 static int stage_tier_path_statx(cstack *s, int level, cpath *p, int flags, unsigned mask, struct statx *stx)
 {
+    char real[PATH_MAX];
     struct stat sb;
     if (any_staged_stat(p, &sb)) {
         sluice_stat_to_statx(&sb, stx);
         return 0;
     }
-    return sluice_tier_path_statx(s, level + 1, p, flags, mask, stx);
+    int rc = sluice_tier_path_statx(s, level + 1, p, flags, mask, stx);
+    if (rc == -ENOENT && p->abs &&
+        staged_through_links(p->abs, !(flags & AT_SYMLINK_NOFOLLOW), real, sizeof real) && staged_stat_abs(real, &sb)) {
+        sluice_stat_to_statx(&sb, stx);
+        return 0;
+    }
+    return rc;
 }
 
 static int stage_tier_path_access(cstack *s, int level, cpath *p, int mode, int flags)
 {
+    char real[PATH_MAX];
     struct stat sb;
     if (any_staged_stat(p, &sb))
         return 0;
-    return sluice_tier_path_access(s, level + 1, p, mode, flags);
+    int rc = sluice_tier_path_access(s, level + 1, p, mode, flags);
+    if (rc == -ENOENT && p->abs && staged_through_links(p->abs, !(flags & AT_SYMLINK_NOFOLLOW), real, sizeof real))
+        return 0;
+    return rc;
 }
 
 /* mkdir of a directory stage mode knows exists: EEXIST, as the file system
@@ -1722,6 +2063,9 @@ static int stage_tier_path_unlink(cstack *s, int level, cpath *p, int flags)
         return rc;
     if (!(flags & AT_REMOVEDIR)) {
         settle_foreign(p);
+        int existed;
+        if (handed_unlink(any, &existed))
+            return unlink_replaced(any, existed);
         if (any) {
             pthread_mutex_lock(&st.lock);
             recent_forget_locked(any);   /* a new file of that name is staged again */
@@ -1781,7 +2125,7 @@ rescan:
             snprintf(s->e.path, sizeof s->e.path, "%s", path);
             s->failed = 0;   /* (a publish under the old name may have just failed) */
             s->e.updated_ns = journal_now_ns();
-            (void)journal_write(st.jdir, &s->e);
+            entry_write_locked(s);
             (void)names_add(st.ndir, s->e.path, s->e.id, s->e.mode);
             insert_locked(s);
             goto rescan;   /* (it may sit in a bucket not yet scanned) */
@@ -1789,26 +2133,77 @@ rescan:
     pthread_mutex_unlock(&st.lock);
 }
 
+/* A rename that is not of a staged file (a shared file, a directory, or
+ * the exchange of two directories) on the shared file system; the staged
+ * files of any process under a renamed directory follow it, locked while
+ * it moves so that no publish into the old directory runs meanwhile. */
+static int rename_shared(cstack *s, int level, cpath *from, cpath *to, unsigned flags)
+{
+    struct handoff_dir held = {0};
+    int exchanged = (flags & RENAME_EXCHANGE) != 0, dropped, rc;
+
+    handoff_dir_lock(&st.dirs, from->abs, &held);
+    if (exchanged)
+        handoff_dir_lock(&st.dirs, to->abs, &held);
+    rc = sluice_tier_path_rename(s, level + 1, from, to, flags);
+    if (rc == 0) {
+        if (!exchanged) {
+            /* a file of the shared file system over a staged name replaces the staged file */
+            stage_drop_replaced(to->abs);
+            (void)handed_unlink(to->abs, &dropped);
+            stage_dir_renamed(from->abs, to->abs);
+        } else {
+            forget_known_dirs();
+        }
+        handoff_dir_moved(&st.dirs, &held, from->abs, to->abs, exchanged);
+    }
+    handoff_dir_release(&held);
+    return rc;
+}
+
 static int stage_tier_path_rename(cstack *s, int level, cpath *from, cpath *to, unsigned flags)
 {
-    const char *abs = staged_name(from);
-    int rc;
+    const char *abs = staged_name(from), *fany = managed_name(from), *tany = managed_name(to);
+    struct stat sb;
+    int rc, dropped;
+
     settle_foreign(from);
     settle_foreign(to);
-    if (abs && to->abs && flags == 0 && stage_path_rename(abs, to->abs, &rc))
-        return rc;
-    if (flags == 0 && st.usable && from->abs && to->abs) {
-        /* a file of the shared file system over a name this process staged
-         * replaces the staged file; and perhaps a directory: what this
-         * process staged in it follows it */
-        rc = sluice_tier_path_rename(s, level + 1, from, to, flags);
-        if (rc == 0) {
-            stage_drop_replaced(to->abs);
-            stage_dir_renamed(from->abs, to->abs);
+    if (!fany || !tany)
+        return sluice_tier_path_rename(s, level + 1, from, to, flags);
+    if (strcmp(fany, tany) == 0 && any_staged_stat(from, &sb))
+        return (flags & RENAME_NOREPLACE) ? -EEXIST : 0;   /* (onto itself: nothing changes) */
+    if ((flags & ~(unsigned)RENAME_NOREPLACE) == 0) {
+        int staged_from = any_staged_stat(from, &sb);
+        if (flags & RENAME_NOREPLACE) {
+            /* a name staged, or standing on the shared file system, is taken */
+            if (any_staged_stat(to, &sb))
+                return -EEXIST;
+            if (staged_from && sluice_tier_path_stat(s, level + 1, to, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+                return -EEXIST;
         }
-        return rc;
+        if (staged_from) {
+            /* a staged file moves on the tier, over whatever was staged there */
+            if (abs) {
+                pthread_mutex_lock(&st.lock);
+                int own = lookup_locked(abs) != NULL;
+                pthread_mutex_unlock(&st.lock);
+                if (own) {
+                    (void)handed_unlink(tany, &dropped);
+                    if (stage_path_rename(abs, tany, &rc))
+                        return rc;
+                }
+            }
+            if (handed_rename(fany, tany, &rc))
+                return rc;
+        }
+        return rename_shared(s, level, from, to, flags);
     }
-    if (flags && ((rc = stage_publish_now(abs)) != 0 || (rc = stage_publish_now(staged_name(to))) != 0))
+    if ((flags & RENAME_EXCHANGE) && !any_staged_stat(from, &sb) && !any_staged_stat(to, &sb))
+        return rename_shared(s, level, from, to, flags);
+    /* an exchange (or whiteout) with a staged file: both are published first */
+    if ((rc = stage_publish_now(abs)) != 0 || (rc = stage_publish_now(staged_name(to))) != 0 ||
+        (rc = handed_publish_now(fany, NULL)) != 0 || (rc = handed_publish_now(tany, NULL)) != 0)
         return rc;
     return sluice_tier_path_rename(s, level + 1, from, to, flags);
 }
@@ -1820,6 +2215,8 @@ static int stage_tier_path_truncate(cstack *s, int level, cpath *p, off_t len)
     if (abs && stage_path_truncate(abs, len, &rc))
         return rc;
     settle_foreign(p);
+    if (handed_truncate(managed_name(p), len, &rc))
+        return rc;
     return sluice_tier_path_truncate(s, level + 1, p, len);
 }
 
@@ -1829,6 +2226,8 @@ static int stage_tier_path_chmod(cstack *s, int level, cpath *p, mode_t mode, in
     if (abs && stage_path_set_mode(abs, mode))
         return 0;
     settle_foreign(p);
+    if (handed_chmod(managed_name(p), mode))
+        return 0;
     return sluice_tier_path_chmod(s, level + 1, p, mode, flags);
 }
 
@@ -1850,7 +2249,7 @@ static int stage_publish_now(const char *abs)
     if (s && s->opens == 0) {
         int users;
         /* another process writing it closes it first (a minute at most) */
-        for (int tries = 0; (users = users_hold(s->e.id)) == -EBUSY && tries < 6000; tries++) {
+        for (int tries = 0; (users = writers_hold(st.ldir, s->e.id)) == -EBUSY && tries < 6000; tries++) {
             struct timespec ts = {0, 10 * 1000000};
             pthread_mutex_unlock(&st.lock);
             nanosleep(&ts, NULL);
@@ -1859,15 +2258,16 @@ static int stage_publish_now(const char *abs)
                 break;
         }
         if (users == -EBUSY || !s || s->opens || s->draining) {
-            users_release(users, abs, 0);
+            writers_release(st.ldir, users, abs, 0);
             pthread_mutex_unlock(&st.lock);
             return s && users == -EBUSY ? -EBUSY : 0;
         }
         precopy_drop_locked(s);
         rc = publish_entry(st.ddir, &s->e, (size_t)sluice_cfg.buffer_size, s->rec, why, sizeof why);
-        users_release(users, s->e.id, rc == 0);
-        if (rc == 0) {
+        if (rc == 0)
             published_locked(s);
+        writers_release(st.ldir, users, s->e.id, rc == 0);
+        if (rc == 0) {
             dir_note_published_locked(s->e.path);
             forget_locked(s);
         }
@@ -1876,11 +2276,33 @@ static int stage_publish_now(const char *abs)
     return rc;
 }
 
+int stage_publish_for_shared_open(const char *abs)
+{
+    enum sluice_mode m = sluice_policy_mode(abs);
+
+    if (m != SLUICE_MODE_STAGE && m != SLUICE_MODE_AUTO)
+        return 0;
+    if (!st.usable)
+        return 1;
+    struct sluice_record *rec = sluice_record_get(SLUICE_MOD_POSIX, abs);
+    if (rec)
+        sluice_record_split_sides(rec);
+    (void)stage_publish_now(stage_active() ? abs : NULL);
+    /* (a file another process has open: it is the job's once closed) */
+    struct names_entry ne;
+    if (foreign_lookup(abs, &ne))
+        wait_published(abs);
+    (void)handed_publish_now(abs, rec);
+    return 1;
+}
+
 static int stage_tier_path_link(cstack *s, int level, cpath *from, cpath *to, int flags)
 {
     settle_foreign(from);
     settle_foreign(to);
     int rc = stage_publish_now(staged_name(from));
+    if (!rc)
+        rc = handed_publish_now(managed_name(from), NULL);
     return rc ? rc : sluice_tier_path_link(s, level + 1, from, to, flags);
 }
 
@@ -1888,6 +2310,8 @@ static int stage_tier_path_chown(cstack *s, int level, cpath *p, uid_t uid, gid_
 {
     settle_foreign(p);
     int rc = stage_publish_now(staged_name(p));
+    if (!rc)
+        rc = handed_publish_now(managed_name(p), NULL);
     return rc ? rc : sluice_tier_path_chown(s, level + 1, p, uid, gid, flags);
 }
 
@@ -1919,6 +2343,8 @@ static int stage_tier_path_utimens(cstack *s, int level, cpath *p, const struct 
         return rc;
     settle_foreign(p);
     rc = stage_publish_now(staged_name(p));
+    if (!rc)
+        rc = handed_publish_now(managed_name(p), NULL);
     return rc ? rc : sluice_tier_path_utimens(s, level + 1, p, times, flags);
 }
 
@@ -1940,6 +2366,8 @@ static ssize_t stage_tier_path_xattr(cstack *s, int level, cpath *p, const struc
 {
     settle_foreign(p);
     int rc = stage_publish_now(staged_name(p));
+    if (!rc && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE))
+        rc = handed_publish_now(managed_name(p), NULL);
     return rc ? rc : sluice_tier_path_xattr(s, level + 1, p, x);
 }
 
@@ -2005,7 +2433,7 @@ static int stage_fchmod(struct sluice_file *f, int level, mode_t mode)
     pthread_mutex_lock(&st.lock);
     s->e.mode = mode & 07777;
     s->e.updated_ns = journal_now_ns();
-    (void)journal_write(st.jdir, &s->e);
+    entry_write_locked(s);
     (void)names_update(st.ndir, s->e.path, s->e.id, s->e.mode);
     pthread_mutex_unlock(&st.lock);
     return 0;

@@ -49,7 +49,8 @@ def test_run_imports_nothing_heavy(tmp_path, mode):
     status, modules = run_and_list_modules("run", "--mode", mode, "--tier", str(tier), "--log-dir", "logs", "--",
                                            bin_path("sluice-io"), f"creat:{tmp_path}/f", "close", cwd=tmp_path)
     assert status == 0
-    assert len(list((tmp_path / "logs").glob("*.sluice"))) == 1   # it did run the program under sluice
+    # it did run the program under sluice (and in stage mode the job's drainer, which published its file)
+    assert len(list((tmp_path / "logs").glob("*_sluice-io_*.sluice"))) == 1
     assert heavy(modules) == []
     # the tier's journal is read only when it holds entries: here everything
     # was published at exit, so not even in stage mode
@@ -58,12 +59,13 @@ def test_run_imports_nothing_heavy(tmp_path, mode):
 
 
 def test_run_reads_the_tier_when_files_are_left_on_it(tmp_path):
-    """A program that crashes leaves the file it closed on the tier: then
-    the tier is read (and the file named)."""
+    """A program killed while it writes a file leaves it on the tier (what it
+    closed, the job's drainer publishes): then the tier is read (and the
+    file named)."""
     tier = tmp_path / "tier"
     status, modules = run_and_list_modules("run", "--mode", "stage", "--tier", str(tier), "--log-dir", "logs", "--",
-                                           bin_path("crash_after_close"), f"{tmp_path}/f", "abort", cwd=tmp_path)
-    assert status == 128 + 6
+                                           "sh", "-c", f"exec 3>{tmp_path}/f; echo x >&3; kill -9 $$", cwd=tmp_path)
+    assert status == 128 + 9
     assert "sluice.stage.scan" in modules
 
 

@@ -296,14 +296,15 @@ def test_sigkill_then_recover_loses_nothing(target, tier, logdir, seed):
 
 
 def test_recover_publishes_every_file_of_one_killed_process(tmp_path, tier, logdir):
-    """Hundreds of closed, unpublished files of one process killed at once:
-    recover's parallel publishers share that owner's lock between them
-    instead of each taking the others for a live owner ("in use")."""
+    """Hundreds of closed, unpublished files of one process killed at once
+    (detached: no job drainer publishes them meanwhile): recover's parallel
+    publishers share that owner's lock between them instead of each taking
+    the others for a live owner ("in use")."""
     target = tmp_path / "out"
     target.mkdir()
     (tmp_path / "c.toml").write_text("[stage]\ndrainers = 1\n")
     cp = stage_run(tier, target, logdir, "sh", "-c", f"cd {target} && for i in $(seq 400); do echo n$i > f$i; done; kill -9 $$",
-                   extra=("--config", str(tmp_path / "c.toml")), check=False)
+                   extra=("--config", str(tmp_path / "c.toml"), "--detach"), check=False)
     assert cp.returncode == 128 + signal.SIGKILL
     left = len(tier_entries(tier))
     assert left > 8  # many still staged, or this proves nothing
@@ -565,15 +566,17 @@ def test_a_staged_file_left_open_by_another_process_is_published_by_it(target, t
 
 
 def test_another_process_renames_and_removes_a_staged_file(target, tier, logdir):
-    """Changing a file another process staged waits until that process has
-    published it (after its stage delay), then happens on the shared file
-    system: the tree is plain's."""
+    """Another process renames and removes files a process staged and closed
+    (left to its job's drainer): on the tier, at once; the removed one never
+    reaches the shared file system, the renamed one is published under its
+    new name: the tree is plain's."""
     f, g, h = target / "a.dat", target / "b.dat", target / "c.dat"
     w = staged_writer(tier, target, logdir, f, 300)
     w2 = staged_writer(tier, target, logdir, h, 300)
     try:
         other_process(tier, target, logdir, "import os, sys; os.rename(sys.argv[1], sys.argv[2]); os.unlink(sys.argv[3])",
                       str(f), str(g), str(h))
+        sluice("wait", "--tier", str(tier), "--timeout", "60", str(g))
         assert sorted(p.name for p in target.iterdir()) == ["b.dat"]
         assert g.read_bytes() == b"staged " * 100
     finally:

@@ -67,6 +67,11 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     env = sluice_env(dict(os.environ), mode=mode, paths=list(paths or []), log_dir=d, job_id=job,
                      extra=extra)
     started_ns = time.time_ns()
+    drainer = None
+    # (--detach: the processes leave their files on the tier for `sluice drain`)
+    if _stages(env) and env.get("SLUICE_STAGE_DETACH", "0") != "1":
+        from sluice.stage import job as stage_job
+        drainer = stage_job.start(env, _say)
     # The child gets the terminal's signals itself; these reach it when they
     # are sent to sluice alone (a batch system signalling the job step).
     # Installed before the child starts: a signal sent as soon as the
@@ -97,6 +102,10 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if drainer and not child:
+            drainer.finish()
+    if drainer:
+        _drained(drainer, env, quiet)
 
     rank = mpi_rank()
     if not quiet and (rank is None or rank == 0):
@@ -110,6 +119,28 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     if rc == 0 and unpublished:
         return EXIT_UNPUBLISHED
     return rc
+
+
+def _stages(env: dict[str, str]) -> bool:
+    """Whether this run may put files on the node-local tier."""
+    return env.get("SLUICE_MODE") in STAGING_MODES or any(
+        f"={m}" in env.get("SLUICE_POLICY", "") for m in STAGING_MODES)
+
+
+def _drained(drainer, env: dict[str, str], quiet: bool) -> None:
+    """The program ended: the job's drainer publishes what is left; say
+    what it did."""
+    summary = drainer.finish()
+    if quiet or summary is None or not (summary.published or summary.removed):
+        return
+    line = (f"sluice: stage: {summary.published} file{'s' if summary.published != 1 else ''} "
+            f"({summary.bytes / 1048576:.1f} MiB) published")
+    if summary.wait_s >= 0.05:
+        line += f", {summary.wait_s:.1f} s of it after the program ended"
+    if summary.removed:
+        line += (f"; {summary.removed} file{'s' if summary.removed != 1 else ''} never published: "
+                 "removed on the node")
+    _say(line)
 
 
 def _count_logs(log_dir: str, job: str) -> int:
@@ -138,8 +169,7 @@ def _still_staged(env: dict[str, str], started_ns: int, rc: int, quiet: bool) ->
     on the tier now that the program ended, and what publishes them: files
     the library could not publish, and files of processes that ended
     without publishing them (killed, or crashed). True if there are any."""
-    if env.get("SLUICE_MODE") not in STAGING_MODES and not any(
-            f"={m}" in env.get("SLUICE_POLICY", "") for m in STAGING_MODES):
+    if not _stages(env):
         return False
     if env.get("SLUICE_STAGE_DETACH", "0") == "1":
         return False

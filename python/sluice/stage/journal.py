@@ -22,8 +22,10 @@ KEYS = ("id", "path", "mode", "publish", "state", "pid", "created_ns", "updated_
 # Version 1 (before `publish`): still read, its entries publish by creating or replacing.
 FORMAT_TAG_V1 = b"sluice-stage 1"
 KEYS_V1 = tuple(k for k in KEYS if k != "publish")
-PUBLISH_KINDS = ("create", "inplace")
-STATES = ("open", "closed", "published")
+# replace: created whole over a file that stood at the path when it was staged
+PUBLISH_KINDS = ("create", "inplace", "replace")
+# removed: unlinked or renamed over on the node before it was published (its data is gone)
+STATES = ("open", "closed", "published", "removed")
 PENDING_STATES = ("open", "closed")
 
 _DIGITS = re.compile(rb"[0-9]{1,20}")
@@ -49,6 +51,7 @@ class Entry:
     updated_ns: int   # CLOCK_REALTIME at the last state change
     error: str = ""   # the last drain failure, one line; empty when none
     inplace: bool = False  # publish into the existing file (it was truncated, not replaced)
+    replaces: bool = False  # a file stood at the path when it was staged (created whole over it)
 
     @property
     def host(self) -> str:
@@ -100,7 +103,7 @@ def encode(entry: Entry) -> bytes:
         b"id=" + entry.id.encode() + b"\n",
         b"path=" + encode_path(entry.path) + b"\n",
         b"mode=" + f"{entry.mode & 0o7777:04o}".encode() + b"\n",
-        b"publish=" + (b"inplace" if entry.inplace else b"create") + b"\n",
+        b"publish=" + (b"inplace" if entry.inplace else b"replace" if entry.replaces else b"create") + b"\n",
         b"state=" + entry.state.encode() + b"\n",
         b"pid=" + str(entry.pid).encode() + b"\n",
         b"created_ns=" + str(entry.created_ns).encode() + b"\n",
@@ -170,6 +173,7 @@ def _entry_from(v: dict[str, bytes]) -> Entry:
         updated_ns=_number(v["updated_ns"], "updated_ns"),
         error=v["error"].decode("utf-8", "replace"),
         inplace=publish == "inplace",
+        replaces=publish == "replace",
     )
 
 

@@ -193,7 +193,7 @@ def _publish_locked(tier: Tier, entry_id: str, fd: int, force: bool) -> Outcome:
         entry = journal.read_fd(fd, entry_id)
     except JournalError as e:
         return Outcome(entry_id, CORRUPT, None, detail=str(e))
-    if entry.state == "published":
+    if entry.state in ("published", "removed"):
         _remove_published(tier, entry_id, entry.path)
         return Outcome(entry_id, FINISHED, entry.path)
     if _left_to_its_process(entry, force):
