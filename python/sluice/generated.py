@@ -67,7 +67,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting('SLUICE_STAGE_JOB', 'STR', '', '', '',
             "stage mode: the name of the job's drainer on the tier (`sluice run` starts it and sets this): a closed file is left to it, so no process waits to publish at fork, exec or exit; empty: each process publishes its own files"),
     Setting('SLUICE_STAGE_DRAINERS', 'INT', '4', 'stage.drainers', '--stage-drainers',
-            'stage mode: background publishing threads per process'),
+            "stage mode: files published at once by the job's drainer (and background publishing threads per process without it)"),
     Setting('SLUICE_TIERS', 'STR', '', '', '',
             'tiers stacked above the file system, top first (test-only tiers need SLUICE_ALLOW_TEST_TIERS=1)'),
     Setting('SLUICE_ALLOW_TEST_TIERS', 'BOOL', '0', '', '',

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@ struct candidate {
     int64_t failed_at;      /* updated_ns of the entry whose publish failed (0: none) */
     int busy;               /* a writer held it at the last look */
     int owned;              /* open, by a process that still runs */
+    int forget;             /* done with: leaves the table after this round */
     char path[256];         /* (for the waiting line) */
 };
 
@@ -146,8 +148,33 @@ static void remove_job_owner_files(void)
     SLUICE_REAL(closedir)(d);
 }
 
+static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_published(long long size)
+{
+    pthread_mutex_lock(&counts_lock);
+    jd.published++;
+    jd.bytes += size;
+    pthread_mutex_unlock(&counts_lock);
+}
+
+static void count_removed(void)
+{
+    pthread_mutex_lock(&counts_lock);
+    jd.removed++;
+    pthread_mutex_unlock(&counts_lock);
+}
+
+static void count_failed(void)
+{
+    pthread_mutex_lock(&counts_lock);
+    jd.failed++;
+    pthread_mutex_unlock(&counts_lock);
+}
+
 /* Look at one entry: publish it if it is due, finish or count it. Returns
- * 1 when c was forgotten. */
+ * 1 when it is to be forgotten. Runs in several threads at once, each on
+ * its own candidate. */
 static int look_at(struct candidate *c, int64_t now)
 {
     struct journal_entry e;
@@ -161,15 +188,14 @@ static int look_at(struct candidate *c, int64_t now)
     if (lockfd < 0 || journal_read(jd.t.jdir, c->id, &e) != 0) {
         if (lockfd >= 0)
             SLUICE_REAL(close)(lockfd);
-        forget(c);   /* gone; or damaged: `sluice recover` names it */
-        return 1;
+        return 1;   /* gone; or damaged: `sluice recover` names it */
     }
     snprintf(c->path, sizeof c->path, "%.255s", e.path);
     c->owned = 0;
     int done = 1;
     switch (e.state) {
     case JOURNAL_REMOVED:
-        jd.removed++;
+        count_removed();
         __attribute__((fallthrough));   /* its leftovers go */
     case JOURNAL_PUBLISHED:
         (void)SLUICE_REAL(unlinkat)(jd.t.ddir, e.id, 0);
@@ -226,14 +252,13 @@ static int look_at(struct candidate *c, int64_t now)
             publish_finish(jd.t.ddir, jd.t.jdir, &e);
             names_remove(jd.t.ndir, e.path, e.id);
             writers_release(jd.t.ldir, users, e.id, 1);
-            jd.published++;
-            jd.bytes += size;
+            count_published(size);
             done = 1;
             break;
         }
         writers_release(jd.t.ldir, users, e.id, 0);
         if (!c->failed_at) {
-            jd.failed++;
+            count_failed();
             fprintf(stderr, "sluice: stage mode: cannot publish %s (%s); it stays on the tier until `sluice drain`\n",
                     e.path, why);
         }
@@ -245,9 +270,59 @@ static int look_at(struct candidate *c, int64_t now)
     }
     }
     SLUICE_REAL(close)(lockfd);
-    if (done)
-        forget(c);
     return done;
+}
+
+/* The due candidates of this round, looked at by `workers` threads at
+ * once (several files in flight: the shared file system's latency and
+ * bandwidth are used as several clients would use them). */
+static struct {
+    int workers;
+    int64_t now;
+    int *due, ndue;
+    int next;                 /* the next index of due to take */
+    pthread_mutex_t lock;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *pool_worker(void *arg)
+{
+    (void)arg;
+    sluice__guard = 1;
+    for (;;) {
+        pthread_mutex_lock(&pool.lock);
+        int k = pool.next < pool.ndue ? pool.due[pool.next++] : -1;
+        pthread_mutex_unlock(&pool.lock);
+        if (k < 0)
+            return NULL;
+        jd.c[k].forget = look_at(&jd.c[k], pool.now);
+    }
+}
+
+static void look_at_due(int64_t now)
+{
+    int *due = malloc((size_t)(jd.n ? jd.n : 1) * sizeof *due), n = 0;
+    pthread_t t[16];
+    int started = 0;
+
+    if (!due)
+        return;
+    for (int i = 0; i < jd.n; i++) {
+        jd.c[i].forget = 0;
+        if (jd.c[i].due_ns <= now)
+            due[n++] = i;
+    }
+    pool.now = now;
+    pool.due = due;
+    pool.ndue = n;
+    pool.next = 0;
+    int want = n < pool.workers ? n : pool.workers;
+    for (int i = 1; i < want && i < 16; i++)
+        if (pthread_create(&t[started], NULL, pool_worker, NULL) == 0)
+            started++;
+    pool_worker(NULL);   /* (this thread is one of them) */
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(due);
 }
 
 static void scan_journal(void)
@@ -305,6 +380,7 @@ SLUICE_EXPORT int sluice_stage_job_drain(int argc, char **argv)
     }
     sluice__guard = 1;   /* (our own calls are not the job's) */
     my_name = name;
+    pool.workers = sluice_cfg.stage_drainers > 0 ? (int)sluice_cfg.stage_drainers : 1;
     if (tierdir_open(tier, &root, &jd.t.ddir, &jd.t.jdir, &jd.t.ldir, &jd.t.ndir, why, sizeof why) != 0)
         return 1;   /* (the job's processes say why, and write straight through) */
     lockfd = SLUICE_REAL(openat)(jd.t.ldir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -333,10 +409,13 @@ SLUICE_EXPORT int sluice_stage_job_drain(int argc, char **argv)
     for (;;) {
         /* (the journal's clock, CLOCK_REALTIME: the stage delay counts from its updated_ns) */
         int64_t now = journal_now_ns(), next = now + 1000 * MS;
+        look_at_due(now);
         for (int i = 0; i < jd.n;) {
             struct candidate *c = &jd.c[i];
-            if (c->due_ns <= now && look_at(c, now))
-                continue;   /* (forgotten: the last one took its place) */
+            if (c->forget) {
+                forget(c);
+                continue;   /* (the last one took its place) */
+            }
             if (c->due_ns < next)
                 next = c->due_ns;
             i++;
