@@ -23,7 +23,7 @@ from sluice.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = ["smallio", "ensemble", "fpp-netcdf", "amr-n1", "limits",
-            "nc-append", "randread", "smallread", "create-once", "strided-shared"]
+            "nc-append", "randread", "smallread", "create-once", "strided-shared", "cdo-nco"]
 
 
 # --------------------------------------------------------------------------
@@ -720,6 +720,38 @@ def test_strided_shared_through_the_harness(native_dir: Path, tmp_path: Path) ->
     for side in ("app", "fs"):
         assert counters(prof, side)["POSIX_WRITES"] == 256
     assert counters(buf, "app")["POSIX_WRITES"] == 256 and buf["metrics"]["fs_writes"] <= 256
+
+
+def test_cdo_nco_mirror_plain_and_stage(native_dir: Path, tmp_path: Path) -> None:
+    """The CDO/NCO workflow's stand-in at a tiny size: under stage mode the
+    outputs are the plain run's, byte for byte, and fewer metadata
+    operations reach the file system (counts, not times)."""
+    from sluice.bench.workloads.cdo_nco import META, WRITES, output_names
+
+    members = 3
+    p = [f"cdo-nco.members={members}", "cdo-nco.steps=3", "cdo-nco.nx=16", "cdo-nco.ny=8"]
+    res = bench_doc(tmp_path, ["cdo-nco"], p, ["plain", "sluice-stage"])["workloads"]["cdo-nco"]
+    assert res["variants"] == ["plain", "sluice-stage"]
+    run = by_variant(res)
+    plain, stage = run["plain"], run["sluice-stage"]
+    for rnd in (plain, stage):
+        m = rnd["metrics"]
+        # every output there, no temporary name left, each identical to plain's
+        assert m["differing_outputs"] == 0 and m["seconds"] > 0
+    # the script: per member cdo timmean, ncap2 and its sh and mv; then ensmean, nces (+ sh, mv), ncks (+ sh, mv), sh
+    assert stage["metrics"]["processes"] == 4 * members + 8
+    assert len(output_names(members)) == 2 * members + 3
+    # plain's calls were counted by the same script rerun under profile mode
+    (counted,) = [r for r in plain["raw"] if r.get("as_variant") == "sluice-profile"]
+    fs = counted["fs_counts"]
+    assert plain["metrics"]["fs_meta_ops"] == sum(fs[k] for k in META) > 0
+    assert plain["metrics"]["fs_writes"] == sum(fs[k] for k in WRITES) > 0
+    assert fs["POSIX_RENAMES"] == members + 2  # /bin/mv of each NCO temporary file
+    sfs = stage["raw"][1]["fs_counts"]
+    assert stage["metrics"]["fs_meta_ops"] == sum(sfs[k] for k in META)
+    assert stage["metrics"]["fs_meta_ops"] < plain["metrics"]["fs_meta_ops"]
+    assert stage["metrics"]["fs_writes"] < plain["metrics"]["fs_writes"]
+    assert stage["metrics"]["drain_after_s"] is not None and stage["raw"][1]["drainer_logs"] >= 1
 
 
 def test_results_record_no_path_of_this_machine(tmp_path, monkeypatch):

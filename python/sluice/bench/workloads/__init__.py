@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sluice.bench.workloads.amr_ckpt import AmrCkpt
 from sluice.bench.workloads.amr_n1 import AmrN1
+from sluice.bench.workloads.cdo_nco import CdoNco
 from sluice.bench.workloads.ckpt_burst import CkptBurst
 from sluice.bench.workloads.create_once import CreateOnce
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, format_size, parse_size
@@ -25,7 +26,7 @@ WORKLOADS: dict[str, type[Workload]] = {
     w.name: w
     for w in (
         Limits, SmallIO, Ensemble, CkptBurst, FppNetcdf, AmrN1, AmrCkpt, Overhead,
-        NcAppend, RandRead, SmallRead, CreateOnce, StridedShared, IorShared, FarmEnsemble, H5Write,
+        NcAppend, RandRead, SmallRead, CreateOnce, StridedShared, IorShared, FarmEnsemble, H5Write, CdoNco,
     )
 }  # fmt: skip
 
