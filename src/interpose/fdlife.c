@@ -428,6 +428,11 @@ SLUICE_EXPORT long syscall(long nr, ...)
         return openat(AT_FDCWD, (const char *)a[0], O_CREAT | O_WRONLY | O_TRUNC, (mode_t)a[1]);
     case SYS_openat:
         return openat((int)a[0], (const char *)a[1], (int)a[2], (mode_t)a[3]);
+    /* (programs that call these through syscall(), as fsstress does) */
+    case SYS_copy_file_range:
+        return copy_file_range((int)a[0], (loff_t *)a[1], (int)a[2], (loff_t *)a[3], (size_t)a[4], (unsigned)a[5]);
+    case SYS_renameat2:
+        return renameat2((int)a[0], (const char *)a[1], (int)a[2], (const char *)a[3], (unsigned)a[4]);
     case SYS_openat2:
     case SYS_pipe: case SYS_pipe2: case SYS_socket: case SYS_accept: case SYS_accept4:
     case SYS_memfd_create: case SYS_eventfd: case SYS_eventfd2: case SYS_epoll_create:

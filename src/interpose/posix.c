@@ -27,6 +27,7 @@
 #include "core/pathcall.h"
 #include "core/policy.h"
 #include "interpose/interpose.h"
+#include "interpose/stdio_kernel.h"
 #include "sys/userptr.h"
 
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 is stat on this ABI");
@@ -1236,6 +1237,37 @@ static void kernel_copy_done(int in, const loff_t *off_in, int out, const loff_t
     errno = saved;
 }
 
+/* copy_file_range between a file on the node-local tier (a staged file)
+ * and one on the shared file system: the kernel refuses to copy across file
+ * systems (EXDEV) where the program, plain, copies within one. The copy is
+ * made here instead, as the kernel would make it: up to len bytes, from and
+ * to the offsets given (or the descriptors' positions, which move). */
+static ssize_t copy_across_tiers(int in, loff_t *off_in, int out, loff_t *off_out, size_t len)
+{
+    char buf[65536];
+    size_t done = 0;
+
+    while (done < len) {
+        size_t want = len - done < sizeof buf ? len - done : sizeof buf;
+        ssize_t r = off_in ? SLUICE_REAL(pread)(in, buf, want, *off_in) : SLUICE_REAL(read)(in, buf, want);
+        if (r <= 0)
+            return done ? (ssize_t)done : r;
+        ssize_t w = off_out ? SLUICE_REAL(pwrite)(out, buf, (size_t)r, *off_out) : SLUICE_REAL(write)(out, buf, (size_t)r);
+        if (w < 0)
+            return done ? (ssize_t)done : w;
+        if (off_in)
+            *off_in += w;
+        else if (w < r)
+            (void)SLUICE_REAL(lseek)(in, w - r, SEEK_CUR);   /* (read more than was written) */
+        if (off_out)
+            *off_out += w;
+        done += (size_t)w;
+        if (w < r)
+            break;
+    }
+    return (ssize_t)done;
+}
+
 SLUICE_EXPORT ssize_t copy_file_range(int in, loff_t *off_in, int out, loff_t *off_out, size_t len,
                                       unsigned int flags)
 {
@@ -1243,6 +1275,8 @@ SLUICE_EXPORT ssize_t copy_file_range(int in, loff_t *off_in, int out, loff_t *o
         return SLUICE_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
     uint64_t t0 = sluice_now();
     ssize_t rc = SLUICE_REAL(copy_file_range)(in, off_in, out, off_out, len, flags);
+    if (rc < 0 && errno == EXDEV && flags == 0 && (!stream_reaches_fs(in) || !stream_reaches_fs(out)))
+        rc = copy_across_tiers(in, off_in, out, off_out, len);
     kernel_copy_done(in, off_in, out, off_out, rc, t0);
     return rc;
 }

@@ -112,6 +112,9 @@ static void hold_one(void *arg, const char *below, const char *id)
     struct handoff_dir *d = arg;
 
     (void)below;
+    for (int i = 0; i < d->n; i++)
+        if (strcmp(d->held[i].id, id) == 0)
+            return;   /* (an exchange of two trees, one inside the other: once) */
     if (d->n == d->cap) {
         int cap = d->cap ? 2 * d->cap : 16;
         void *p = realloc(d->held, (size_t)cap * sizeof *d->held);
@@ -130,14 +133,15 @@ static int by_id(const void *a, const void *b)
     return strcmp(((const struct handoff_locked *)a)->id, ((const struct handoff_locked *)b)->id);
 }
 
-void handoff_dir_lock(const struct tier_dirs *t, const char *dir, struct handoff_dir *d)
+void handoff_dir_lock(const struct tier_dirs *t, const char *dir, const char *dir2, struct handoff_dir *d)
 {
-    int first = d->n;
-
     names_under(t->ndir, dir, hold_one, d);
-    /* (in id order: two processes renaming overlapping trees never wait on each other in a circle) */
-    qsort(d->held + first, (size_t)(d->n - first), sizeof *d->held, by_id);
-    for (int i = first; i < d->n; i++)
+    if (dir2)
+        names_under(t->ndir, dir2, hold_one, d);
+    /* (in id order, each once: two processes renaming overlapping trees
+     * never wait on each other in a circle, nor on themselves) */
+    qsort(d->held, (size_t)d->n, sizeof *d->held, by_id);
+    for (int i = 0; i < d->n; i++)
         d->held[i].fd = journal_lock(t->jdir, d->held[i].id, 1);
 }
 

@@ -42,8 +42,9 @@ void handoff_discard(const struct tier_dirs *t, struct journal_entry *e, int *lo
  * meanwhile. */
 int handoff_move(const struct tier_dirs *t, struct journal_entry *e, int *lockfd, const char *to);
 
-/* A directory's entries, locked, before the directory is renamed on the
- * shared file system (so that no publish into it runs meanwhile). */
+/* The entries under a directory (and under dir2, an exchange's other
+ * one, unless NULL), locked, before it is renamed on the shared file
+ * system (so that no publish into it runs meanwhile). */
 struct handoff_dir {
     int n, cap;
     struct handoff_locked {
@@ -51,7 +52,7 @@ struct handoff_dir {
         int fd;
     } *held;
 };
-void handoff_dir_lock(const struct tier_dirs *t, const char *dir, struct handoff_dir *d);
+void handoff_dir_lock(const struct tier_dirs *t, const char *dir, const char *dir2, struct handoff_dir *d);
 /* After the rename: each held entry still under `from` moves below `to`
  * (exchanged: and each under `to` below `from`; hold both trees). */
 void handoff_dir_moved(const struct tier_dirs *t, struct handoff_dir *d, const char *from, const char *to,

@@ -1277,6 +1277,117 @@ static int stage_ftruncate(struct sluice_file *f, int level, off_t len)
     return 0;
 }
 
+/* A description of another process's staged file, or one handed to the
+ * job, that must reach the shared file system (a fallocate mode the tier
+ * does not have, fchown, extended attributes): the file is published now
+ * (not while yet another process writes it through the tier: -EBUSY), and
+ * this process's descriptions of it move to the published file, keeping
+ * their numbers, positions and flags. 0 or -errno. */
+struct foreign_move {
+    char id[96];
+    const char *path;
+    int rc;
+};
+
+static void move_foreign_description(struct sluice_file *g, void *arg)
+{
+    struct foreign_move *m = arg;
+    struct stage_desc *gd = stage_desc_of_file(g);
+
+    if (!gd || !gd->foreign || strcmp(gd->foreign_id, m->id) != 0)
+        return;
+    off_t pos = SLUICE_REAL(lseek)(g->fd, 0, SEEK_CUR);
+    int fdflags = SLUICE_REAL(fcntl)(g->fd, F_GETFD);
+    uint64_t t0 = sluice_now();
+    int nfd = SLUICE_REAL(open)(m->path, (g->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
+    if (nfd < 0 || SLUICE_REAL(dup3)(nfd, g->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+        if (!m->rc)
+            m->rc = -errno;
+        if (nfd >= 0)
+            SLUICE_REAL(close)(nfd);
+        return;
+    }
+    SLUICE_REAL(close)(nfd);
+    sluice_count_open(g->rec, SLUICE_SIDES_FS, t0, sluice_now());
+    if (pos > 0)
+        (void)SLUICE_REAL(lseek)(g->fd, pos, SEEK_SET);
+    sluice_file_descriptors_follow(g);
+    gd->foreign = 0;
+    if (gd->users_fd >= 0) {
+        sluice_privfd_close(gd->users_fd);
+        gd->users_fd = -1;
+    }
+}
+
+static int foreign_move_to_shared(struct sluice_file *f, struct stage_desc *d)
+{
+    struct foreign_move m = {.path = f->rec->path};
+    struct journal_entry e;
+    char why[512];
+    int lockfd, users, rc;
+
+    snprintf(m.id, sizeof m.id, "%s", d->foreign_id);
+    if (d->users_fd >= 0) {   /* (our own writer's lock, held shared: released for the publish) */
+        sluice_privfd_close(d->users_fd);
+        d->users_fd = -1;
+    }
+    if (handoff_get(&st.dirs, f->rec->path, &e, &lockfd) != 1)
+        return -EBUSY;   /* its process still has it open */
+    snprintf(m.id, sizeof m.id, "%s", e.id);
+    if ((users = writers_hold(st.ldir, e.id)) == -EBUSY) {
+        SLUICE_REAL(close)(lockfd);
+        return -EBUSY;
+    }
+    struct sluice_record *rec = f->rec;
+    sluice_record_split_sides(rec);
+    rc = publish_entry(st.ddir, &e, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why);
+    if (rc == 0) {
+        publish_finish(st.ddir, st.jdir, &e);
+        names_remove(st.ndir, e.path, e.id);
+        pthread_mutex_lock(&st.lock);
+        move_foreign_description(f, &m);   /* (first: the caller's) */
+        sluice_files_each(move_foreign_description, &m);
+        pthread_mutex_unlock(&st.lock);
+        rc = d->foreign ? (m.rc ? m.rc : -EIO) : 0;
+    }
+    writers_release(st.ldir, users, e.id, rc == 0);
+    SLUICE_REAL(close)(lockfd);
+    return rc;
+}
+
+/* A description on the tier moves to the shared file system: this
+ * process's staged file, or another's it opened by name. */
+static int desc_move_to_shared(struct sluice_file *f, struct stage_desc *d)
+{
+    if (d->s)
+        return stage_move_to_shared(f, d, POSIX_FALLBACKS);
+    if (d->foreign)
+        return foreign_move_to_shared(f, d);
+    return 0;
+}
+
+/* fallocate of a staged file is the tier's; a mode the tier's file system
+ * does not have (tmpfs: zero, collapse and insert range) moves the file to
+ * the shared file system first (as mmap does), which then answers as
+ * plain: with the change, or its own refusal. */
+static int stage_fallocate(struct sluice_file *f, int level, int mode, off_t off, off_t len)
+{
+    struct stage_desc *d = desc_of(f, level);
+    int rc;
+
+    if (!on_tier(d))
+        return sluice_tier_fallocate(f, level + 1, mode, off, len);
+    if (mode == SLUICE_POSIX_FALLOCATE)
+        rc = -SLUICE_REAL(posix_fallocate)(f->fd, off, len);
+    else
+        rc = SLUICE_REAL(fallocate)(f->fd, mode, off, len) == 0 ? 0 : -errno;
+    if (rc == -EOPNOTSUPP && desc_move_to_shared(f, d) == 0)
+        return sluice_tier_fallocate(f, level + 1, mode, off, len);
+    if (rc == 0 && d->s)
+        precopy_note_write(d->s, off);
+    return rc;
+}
+
 static int stage_fstat(struct sluice_file *f, int level, struct stat *sb)
 {
     struct staged *s = desc_of(f, level)->s;
@@ -2142,9 +2253,7 @@ static int rename_shared(cstack *s, int level, cpath *from, cpath *to, unsigned 
     struct handoff_dir held = {0};
     int exchanged = (flags & RENAME_EXCHANGE) != 0, dropped, rc;
 
-    handoff_dir_lock(&st.dirs, from->abs, &held);
-    if (exchanged)
-        handoff_dir_lock(&st.dirs, to->abs, &held);
+    handoff_dir_lock(&st.dirs, from->abs, exchanged ? to->abs : NULL, &held);
     rc = sluice_tier_path_rename(s, level + 1, from, to, flags);
     if (rc == 0) {
         if (!exchanged) {
@@ -2364,9 +2473,18 @@ static int stage_futimens(struct sluice_file *f, int level, const struct timespe
 
 static ssize_t stage_tier_path_xattr(cstack *s, int level, cpath *p, const struct sluice_xattr *x)
 {
+    struct stat sb;
+
+    if (x->op == SLUICE_XATTR_GET || x->op == SLUICE_XATTR_LIST) {
+        /* A staged file has no extended attributes (setting one publishes
+         * it first): the answers of a file without any. */
+        if (any_staged_stat(p, &sb))
+            return x->op == SLUICE_XATTR_GET ? -ENODATA : 0;
+        return sluice_tier_path_xattr(s, level + 1, p, x);
+    }
     settle_foreign(p);
     int rc = stage_publish_now(staged_name(p));
-    if (!rc && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE))
+    if (!rc)
         rc = handed_publish_now(managed_name(p), NULL);
     return rc ? rc : sluice_tier_path_xattr(s, level + 1, p, x);
 }
@@ -2405,15 +2523,15 @@ static void stage_tier_path_list(cpath *dir, void (*emit)(void *ctx, const char 
 static int stage_fchown(struct sluice_file *f, int level, uid_t uid, gid_t gid)
 {
     struct stage_desc *d = desc_of(f, level);
-    int rc = d->s ? stage_move_to_shared(f, d, POSIX_FALLBACKS) : 0;
+    int rc = desc_move_to_shared(f, d);
     return rc ? rc : sluice_tier_fchown(f, level + 1, uid, gid);
 }
 
 static ssize_t stage_fxattr(struct sluice_file *f, int level, const struct sluice_xattr *x)
 {
     struct stage_desc *d = desc_of(f, level);
-    int moves = d->s && (x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE);
-    int rc = moves ? stage_move_to_shared(f, d, POSIX_FALLBACKS) : 0;
+    int moves = x->op == SLUICE_XATTR_SET || x->op == SLUICE_XATTR_REMOVE;
+    int rc = moves ? desc_move_to_shared(f, d) : 0;
     return rc ? rc : sluice_tier_fxattr(f, level + 1, x);
 }
 
@@ -2461,6 +2579,7 @@ const struct sluice_tier_ops sluice_tier_stage = {
     .fchown = stage_fchown,
     .futimens = stage_futimens,
     .fxattr = stage_fxattr,
+    .fallocate = stage_fallocate,
     .path_stat = stage_tier_path_stat,
     .path_statx = stage_tier_path_statx,
     .path_access = stage_tier_path_access,

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from sluice.errors import UserError
 from sluice.paths import default_tier_path, native
 
 
@@ -55,7 +56,12 @@ def start(env: dict[str, str], say) -> JobDrainer | None:
     tier = str(default_tier_path(env))
     name = f"job-{socket.gethostname().replace('/', '_').replace('.', '_')}-{os.getpid()}-{time.time_ns() % 10**9}"
     try:
-        proc = subprocess.Popen([str(native("sluice-stage-drain", "bin")), "--tier", tier, "--name", name],
+        drainer = native("sluice-stage-drain", "bin")
+    except UserError as e:
+        say(f"sluice: stage mode: {e}; each process publishes its own files")
+        return None
+    try:
+        proc = subprocess.Popen([str(drainer), "--tier", tier, "--name", name],
                                 env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
                                 start_new_session=True)
     except OSError as e:
