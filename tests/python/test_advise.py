@@ -468,12 +468,27 @@ def test_redirected_output_under_buffer_mode_says_why():
 
 
 def test_dd_redirected_under_buffer_mode(workdir, logdir):
-    """The same with the real shell and dd: the writes reach the file through the shell's descriptor."""
+    """The same with the real shell and dd: the writes reach the file
+    through the shell's descriptor, which buffer mode takes over as the
+    program's own: the fix is in effect."""
     run(logdir, workdir, ["sh", "-c", f"dd if=/dev/zero bs=8k count=2000 > {workdir}/F 2>/dev/null"], mode="buffer")
     f = findings(logdir)[0]
     assert f["id"] == "small-writes" and f["evidence"]["counters"]["POSIX_WRITES"] == 2000
+    assert f["severity"] == "low" and f["evidence"]["fix_in_effect"] is True
+    assert f["evidence"]["modes_in_effect"] == ["buffer"] and f["evidence"]["mode_did_not_act"] == 0
+    assert f["evidence"]["fallbacks"] == {}
+    assert "policy" not in f["fix"]["settings"] and f["expected_gain"] is None
+
+
+def test_dd_appending_under_buffer_mode_says_the_mode_did_not_act(workdir, logdir):
+    """`>>`: another writer's appends would land before buffered bytes, so
+    buffer mode leaves the shell's descriptor alone, and advise says so."""
+    (workdir / "F").write_bytes(b"")
+    run(logdir, workdir, ["sh", "-c", f"dd if=/dev/zero bs=8k count=2000 >> {workdir}/F 2>/dev/null"], mode="buffer")
+    f = findings(logdir)[0]
+    assert f["id"] == "small-writes" and f["evidence"]["counters"]["POSIX_WRITES"] == 2000
     assert f["evidence"]["modes_in_effect"] == ["buffer"] and f["evidence"]["mode_did_not_act"] == 1
-    assert f["evidence"]["fallbacks"] == {"POSIX_FALLBACK_SHARED": 1}
+    assert list(f["evidence"]["fallbacks"]) == ["POSIX_FALLBACK_SHARED"]
     assert "policy" not in f["fix"]["settings"] and f["expected_gain"] is None
 
 

@@ -383,8 +383,17 @@ def per_process_app(job: Job) -> dict[str, dict[int, Mapping[str, float]]]:
     counters = merged["app"].all_counters()
     out: dict[str, dict[int, Mapping[str, float]]] = defaultdict(dict)
     for (path, pid), c in zip(rows, counters):
-        out[path][pid] = c
+        # (a process that never used the file on the program's side, the
+        # job's stage drainer that published it, is not one of its users)
+        if any(c.get(k, 0) > 0 for k in _USES):
+            out[path][pid] = c
     return out
+
+
+# App-side counters that say a process used a file.
+_USES = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX_SEEKS", "POSIX_UNLINKS", "POSIX_RENAMES",
+         "POSIX_FSYNCS", "POSIX_MMAPS", "STDIO_OPENS", "STDIO_READS", "STDIO_WRITES", "MPIIO_INDEP_OPENS",
+         "MPIIO_COLL_OPENS", "H5F_OPENS", "H5D_OPENS")
 
 
 def _paths(l: Log) -> set[str]:
