@@ -20,9 +20,10 @@ from sluice.report.model import FileTotals
 # counter: (why the mode stopped acting, what to do about it)
 FALLBACKS = {
     "POSIX_FALLBACK_SHARED": ("a descriptor shared with a forked process or a stdio stream goes straight through "
-                              "(a shell's redirection, `cmd > file`, hands the program such a descriptor)",
+                              "(a shell's appending redirection, `cmd >> file`, hands the program such a descriptor)",
                               "open the file in the process that writes it, after any fork, and in the "
-                              "program rather than by the shell (dd of=FILE, the program's own output option)"),
+                              "program rather than by the shell (`cmd > file`, which buffer mode takes over, or "
+                              "the program's own output option)"),
     "POSIX_FALLBACK_DIRECT": ("opened with O_DIRECT, O_SYNC or O_DSYNC, whose calls must each reach the device",
                               "open without O_SYNC/O_DSYNC/O_DIRECT and call fsync where the data must be durable"),
     "POSIX_FALLBACK_MMAP": ("the file was mapped with mmap, after which it goes straight through", ""),
