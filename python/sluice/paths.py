@@ -31,10 +31,17 @@ def preload_library() -> Path:
 
 
 def default_tier_path(env: dict[str, str] | None = None) -> Path:
-    """``$SLUICE_TIER``, else ``/dev/shm/sluice-stage-UID`` (no check of it:
-    sluice.stage.tier.open_tier makes and checks the directory)."""
+    """``$SLUICE_TIER``, else the first of the places a job puts its tier
+    that holds staged files, else where a job would put it now
+    (``/dev/shm/sluice-stage-UID`` when /dev/shm is usable; see
+    sluice.stage.placement). No check of it: sluice.stage.tier.open_tier
+    makes and checks the directory."""
     value = (os.environ if env is None else env).get("SLUICE_TIER")
-    return Path(value) if value else Path(f"/dev/shm/sluice-stage-{os.getuid()}")
+    if value:
+        return Path(value)
+    from sluice.stage.placement import lookup
+
+    return Path(lookup(env))
 
 
 def tier_journal_empty(root: Path) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -37,7 +38,13 @@ def command(workdir: Path, steps: int, html: Path | None, mode: str) -> None:
     shown_mode = "" if mode == "profile" else f"--mode {mode} "
     click.echo(f"$ sluice run {shown_mode}--log-dir {logs} -- sluice-demo-sim -d {workdir / 'data'} -s {steps}",
                err=True)
-    extra = {"SLUICE_TIER": str((workdir / "tier").absolute())} if mode == "stage" else None
+    extra = None
+    if mode == "stage":
+        # where `sluice run --mode stage` puts it: /dev/shm when it can (the
+        # demo's own directory may be on a disk, where staging is slower)
+        from sluice.stage import placement
+
+        extra = {"SLUICE_TIER": placement.place(dict(os.environ), lambda line: click.echo(line, err=True))}
     rc = run([str(sim), "-d", str(workdir / "data"), "-s", str(steps)], mode=mode, log_dir=str(logs), quiet=True,
              extra_env=extra)
     if rc != 0:

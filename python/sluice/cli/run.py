@@ -66,6 +66,7 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
         extra["SLUICE_QUIET"] = "1"
     env = sluice_env(dict(os.environ), mode=mode, paths=list(paths or []), log_dir=d, job_id=job,
                      extra=extra)
+    _place_tier(env, quiet)
     started_ns = time.time_ns()
     drainer = None
     # (--detach: the processes leave their files on the tier for `sluice drain`)
@@ -119,6 +120,16 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
     if rc == 0 and unpublished:
         return EXIT_UNPUBLISHED
     return rc
+
+
+def _place_tier(env: dict[str, str], quiet: bool) -> None:
+    """Stage and auto modes: the tier goes in SLUICE_TIER for the program
+    and the job's drainer (--tier, else the default place: /dev/shm, else a
+    local disk), with one line when it is not in memory, said by the first
+    rank only and not with -q (docs/stage.md, "The tier")."""
+    if _stages(env):
+        from sluice.stage import placement
+        placement.place(env, _say, quiet=quiet or mpi_rank() not in (None, 0))
 
 
 def _stages(env: dict[str, str]) -> bool:
