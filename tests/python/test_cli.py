@@ -284,23 +284,29 @@ def stage_tier(tmp_path):
 
 
 def test_run_names_the_files_a_killed_program_left_staged(workdir, logdir, stage_tier):
-    script = f"cd {workdir} && for i in 1 2 3 4 5; do echo n$i > f$i; done; kill -9 $$"
+    """A program killed with files open: what it had closed the job's
+    drainer publishes (the process is gone, its files are not); what it
+    still had open stays on the tier, named, for `sluice recover`."""
+    script = (f"cd {workdir} && for i in 1 2 3; do echo n$i > f$i; done; exec 3>f4 4>f5; echo n4 >&3; "
+              "echo n5 >&4; kill -9 $$")
     cp = sluice("run", "--mode", "stage", "--tier", str(stage_tier), "--stage-delay", "60000", "--log-dir",
                 str(logdir), "--path", str(workdir), "--", "sh", "-c", script, check=False)
     assert cp.returncode == 128 + 9
     assert cp.stderr.splitlines()[-2:] == [
-        f"sluice: 5 files the program wrote are still on the tier {stage_tier}, not published when its process "
-        f"ended: {workdir}/f1, {workdir}/f2, {workdir}/f3 and 2 more",
-        f"sluice: sluice recover {stage_tier} publishes them"]
-    assert not (workdir / "f1").exists()
+        f"sluice: 2 files the program wrote are still on the tier {stage_tier}, not published when its process "
+        f"ended: {workdir}/f4, {workdir}/f5",
+        f"sluice: sluice recover {stage_tier} publishes them (one still open at the end as NAME.sluice-incomplete)"]
+    assert [(workdir / f"f{i}").read_text() for i in range(1, 4)] == ["n1\n", "n2\n", "n3\n"]
+    assert not (workdir / "f4").exists()
     sluice("recover", str(stage_tier))
-    assert [(workdir / f"f{i}").read_text() for i in range(1, 6)] == [f"n{i}\n" for i in range(1, 6)]
+    assert [(workdir / f"f{i}.sluice-incomplete").read_text() for i in (4, 5)] == ["n4\n", "n5\n"]
 
 
 def test_run_exits_75_when_a_child_left_a_file_staged(workdir, logdir, stage_tier):
     # the program succeeds, but a process of it was killed before publishing
-    script = f"sh -c 'echo x > {workdir}/f; kill -9 $$'; true"
+    script = f"sh -c 'exec 3>{workdir}/f; echo x >&3; kill -9 $$'; true"
     cp = sluice("run", "--mode", "stage", "--tier", str(stage_tier), "--stage-delay", "60000", "--log-dir",
                 str(logdir), "--path", str(workdir), "--", "sh", "-c", script, check=False)
     assert cp.returncode == 75
-    assert cp.stderr.splitlines()[-1] == f"sluice: sluice recover {stage_tier} publishes it; exit status 75"
+    assert cp.stderr.splitlines()[-1] == (f"sluice: sluice recover {stage_tier} publishes it (one still open at "
+                                          "the end as NAME.sluice-incomplete); exit status 75")
