@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "stage/names.h"
+#include "stage/writers.h"
 #include "sys/real.h"
 
 /* locks/HOST-PID of entry id, open; -errno when there is none. */
@@ -84,6 +85,7 @@ void handoff_discard(const struct tier_dirs *t, struct journal_entry *e, int *lo
     }
     (void)SLUICE_REAL(unlinkat)(t->ddir, e->id, 0);
     names_remove(t->ndir, e->path, e->id);
+    writers_forget(t->ldir, e->id);
     if (!job)
         (void)SLUICE_REAL(unlinkat)(t->jdir, e->id, 0);
 }

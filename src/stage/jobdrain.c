@@ -200,6 +200,7 @@ static int look_at(struct candidate *c, int64_t now)
     case JOURNAL_PUBLISHED:
         (void)SLUICE_REAL(unlinkat)(jd.t.ddir, e.id, 0);
         names_remove(jd.t.ndir, e.path, e.id);
+        writers_forget(jd.t.ldir, e.id);
         (void)SLUICE_REAL(unlinkat)(jd.t.jdir, e.id, 0);
         break;
     case JOURNAL_OPEN:

@@ -38,7 +38,9 @@ int writers_hold(int ldir, const char *id)
     int fd;
 
     users_name(id, name, sizeof name);
-    fd = sluice_privfd_keep(SLUICE_REAL(openat)(ldir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0));
+    /* (made if missing: a writer that looks the file up while it is being
+     * published then waits on this lock, and finds it published after) */
+    fd = sluice_privfd_keep(SLUICE_REAL(openat)(ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd < 0)
         return -1;
     if (SLUICE_REAL(flock)(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -76,4 +78,12 @@ int writers_open_anywhere(int ddir, const char *id)
     }
     SLUICE_REAL(close)(fd);
     return rc;
+}
+
+void writers_forget(int ldir, const char *id)
+{
+    char name[128];
+
+    users_name(id, name, sizeof name);
+    (void)SLUICE_REAL(unlinkat)(ldir, name, 0);
 }

@@ -15,12 +15,16 @@
  * while a publish holds it. */
 int writers_join(int ldir, const char *id);
 
-/* Before publishing: the exclusive lock (a descriptor to release after),
- * -1 when no process ever joined, or -EBUSY while one has it open. */
+/* Before publishing: the exclusive lock (a descriptor to release after;
+ * -1 when the lock file cannot be made), or -EBUSY while a writer has it
+ * open. */
 int writers_hold(int ldir, const char *id);
 
 /* After the publish (published: the lock file goes too). */
 void writers_release(int ldir, int fd, const char *id, int published);
+
+/* The file is gone from the tier unpublished (removed): its lock file goes. */
+void writers_forget(int ldir, const char *id);
 
 /* Whether any descriptor or mapping anywhere has data file ddir/ID open for
  * writing: 1, 0, or -errno when the kernel cannot say (leases disabled, or

@@ -364,6 +364,7 @@ static void discard_locked(struct staged *s)
     if (!st.job)
         SLUICE_REAL(unlinkat)(st.jdir, s->e.id, 0);
     names_remove(st.ndir, s->e.path, s->e.id);
+    writers_forget(st.ldir, s->e.id);
     forget_locked(s);
 }
 
@@ -853,24 +854,17 @@ again:
     }
     pthread_mutex_unlock(&st.lock);
 
-    /* Staged by another process on the node: read from its data file; an
-     * exclusive create fails; anything else waits until it is published. */
+    /* Staged by another process on the node (or handed to the job): an
+     * exclusive create fails; any other open shares its data file, as it
+     * would share the file, holding locks/ID.users (shared) while open, so
+     * that it is published only after the last such descriptor closed: a
+     * reader's descriptor must not go on reading a data file that the
+     * publish removed while the file changes on the shared file system. */
     struct names_entry ne;
     if (foreign_lookup(abs, &ne)) {
         if ((flags & O_CREAT) && (flags & O_EXCL))
             return -EEXIST;
-        if ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_TRUNC | O_DIRECTORY | O_PATH))) {
-            fd = SLUICE_REAL(openat)(st.ddir, ne.id, (flags & ~(O_CREAT | O_EXCL)) | O_NOFOLLOW, 0);
-            if (fd >= 0) {
-                d->foreign = 1;
-                d->foreign_mode = ne.mode;
-                count_tier_open(f);
-                return fd;
-            }
-        } else if (!(flags & (O_DIRECTORY | O_PATH))) {
-            /* a writer shares the data file (as it would share the file),
-             * holding locks/ID.users so that the owner publishes only
-             * after its close */
+        if (!(flags & (O_DIRECTORY | O_PATH))) {
             struct names_entry again;
             int ufd = writers_join(st.ldir, ne.id);
             if (ufd >= 0 && foreign_lookup(abs, &again) && strcmp(again.id, ne.id) == 0) {
