@@ -29,6 +29,7 @@ plain included, in the timed run itself (``client_meta_ops``).
 from __future__ import annotations
 
 import hashlib
+import resource
 import shlex
 import shutil
 from pathlib import Path
@@ -99,6 +100,8 @@ class CdoNco(Workload):
     )
     metrics = (
         Metric("seconds", "s", "lower", help="the script, start to end; under sluice until `sluice run` returns"),
+        Metric("cpu_seconds", "s", "lower",
+               help="user + system CPU time of the script's processes (under sluice: sluice run and the drainer too)"),
         Metric("fs_meta_ops", "ops", "lower",
                help="opens (fd and stdio), stats, renames, unlinks, mkdirs, rmdirs that reached the file system "
                     "(sluice's fs counters, the drainer's included; plain: a profile-mode rerun's)"),
@@ -135,7 +138,11 @@ class CdoNco(Workload):
                  "--steps", str(p["steps"]), "--nx", str(p["nx"]), "--ny", str(p["ny"])]
         ctx.exec(setup, as_variant=False, timed=False)
         workflow = ["/bin/sh", str(script), str(ctx.workdir)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = ctx.exec(workflow)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # (every process of the run is waited for by its parent: the whole tree counts)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         if r.get("members") != p["members"]:
             raise UserError(f"cdo-nco: the workflow said {r!r}")
         digests = self._outputs(ctx, program)
@@ -147,7 +154,7 @@ class CdoNco(Workload):
             differing = sum(1 for n, d in digests.items() if self._reference.get(n) != d)
 
         out: dict[str, float | None] = {
-            "seconds": r["wall_seconds"], "fs_meta_ops": None, "client_meta_ops": None, "fs_writes": None,
+            "seconds": r["wall_seconds"], "cpu_seconds": cpu, "fs_meta_ops": None, "client_meta_ops": None, "fs_writes": None,
             "differing_outputs": differing, "processes": None, "drain_after_s": None,
             "wall_seconds": ctx.wall_seconds,
         }
