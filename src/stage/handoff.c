@@ -102,7 +102,10 @@ int handoff_move(const struct tier_dirs *t, struct journal_entry *e, int *lockfd
         return rc;
     snprintf(e->path, sizeof e->path, "%s", to);
     e->inplace = 0;   /* it takes the new name's place whole */
-    e->existed = 0;
+    /* (a file may stand at `to` on the shared file system, published a
+     * moment ago: if this one goes from the node before it is published
+     * over it, that one goes too, as the rename would have replaced it) */
+    e->existed = 1;
     e->updated_ns = journal_now_ns();
     (void)journal_write_locked(t->jdir, e, lockfd);
     names_remove(t->ndir, from, e->id);

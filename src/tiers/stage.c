@@ -1850,8 +1850,11 @@ int stage_path_rename(const char *from, const char *to, int *rc)
     if (rec)
         s->rec = rec;
     s->e.updated_ns = journal_now_ns();
-    s->existed = 0;
-    s->e.inplace = 0;   /* a rename puts this file in the name's place */
+    /* a rename puts this file in the name's place; a file may stand there
+     * on the shared file system (published a moment ago): if this one goes
+     * from the node before it is published over it, that one goes too */
+    s->existed = s->e.existed = 1;
+    s->e.inplace = 0;
     insert_locked(s);
     entry_write_locked(s);
     pthread_cond_signal(&st.work);
