@@ -993,28 +993,21 @@ struct move {
     int rc;   /* the first failure */
 };
 
-/* After the publish: a description of m->s names the published file now
- * (same number, position, flags and close-on-exec flag; the program's
- * other numbers for it too) and goes straight through. Under st.lock. */
-static void move_description(struct sluice_file *g, void *arg)
+/* Description g, on a data file the tier just published as path, names the
+ * published file instead: the same number, position, flags and
+ * close-on-exec flag (and the program's other numbers for it). 0 or -errno. */
+static int reopen_published(struct sluice_file *g, const char *path)
 {
-    struct move *m = arg;
-    struct stage_desc *gd = stage_desc_of_file(g);
-    int nfd, fdflags;
-    off_t pos;
-
-    if (!gd || gd->s != m->s)
-        return;
-    pos = SLUICE_REAL(lseek)(g->fd, 0, SEEK_CUR);
-    fdflags = SLUICE_REAL(fcntl)(g->fd, F_GETFD);
+    off_t pos = SLUICE_REAL(lseek)(g->fd, 0, SEEK_CUR);
+    int fdflags = SLUICE_REAL(fcntl)(g->fd, F_GETFD);
     uint64_t t0 = sluice_now();
-    nfd = SLUICE_REAL(open)(m->s->e.path, (g->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
+    int nfd = SLUICE_REAL(open)(path, (g->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
+
     if (nfd < 0 || SLUICE_REAL(dup3)(nfd, g->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-        if (!m->rc)
-            m->rc = -errno;
+        int err = -errno;
         if (nfd >= 0)
             SLUICE_REAL(close)(nfd);
-        return;
+        return err;
     }
     SLUICE_REAL(close)(nfd);
     /* the file system saw the open, and the seek to where the program was */
@@ -1028,6 +1021,25 @@ static void move_description(struct sluice_file *g, void *arg)
      * kernel, stdio or an exec'd image would write the data file the
      * publish removes) */
     sluice_file_descriptors_follow(g);
+    return 0;
+}
+
+/* After the publish: a description of m->s names the published file now
+ * (same number, position, flags and close-on-exec flag; the program's
+ * other numbers for it too) and goes straight through. Under st.lock. */
+static void move_description(struct sluice_file *g, void *arg)
+{
+    struct move *m = arg;
+    struct stage_desc *gd = stage_desc_of_file(g);
+
+    if (!gd || gd->s != m->s)
+        return;
+    int rc = reopen_published(g, m->s->e.path);
+    if (rc) {
+        if (!m->rc)
+            m->rc = rc;
+        return;
+    }
     gd->s = NULL;
     m->s->opens--;
     uint64_t t = sluice_now();
@@ -1290,22 +1302,12 @@ static void move_foreign_description(struct sluice_file *g, void *arg)
 
     if (!gd || !gd->foreign || strcmp(gd->foreign_id, m->id) != 0)
         return;
-    off_t pos = SLUICE_REAL(lseek)(g->fd, 0, SEEK_CUR);
-    int fdflags = SLUICE_REAL(fcntl)(g->fd, F_GETFD);
-    uint64_t t0 = sluice_now();
-    int nfd = SLUICE_REAL(open)(m->path, (g->flags & (O_ACCMODE | O_APPEND)) | O_CLOEXEC, 0);
-    if (nfd < 0 || SLUICE_REAL(dup3)(nfd, g->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+    int rc = reopen_published(g, m->path);
+    if (rc) {
         if (!m->rc)
-            m->rc = -errno;
-        if (nfd >= 0)
-            SLUICE_REAL(close)(nfd);
+            m->rc = rc;
         return;
     }
-    SLUICE_REAL(close)(nfd);
-    sluice_count_open(g->rec, SLUICE_SIDES_FS, t0, sluice_now());
-    if (pos > 0)
-        (void)SLUICE_REAL(lseek)(g->fd, pos, SEEK_SET);
-    sluice_file_descriptors_follow(g);
     gd->foreign = 0;
     if (gd->users_fd >= 0) {
         sluice_privfd_close(gd->users_fd);

@@ -177,3 +177,23 @@ def small_tmpfs(tmp_path):
 def read_only_fs(tmp_path):
     """A read-only file system."""
     yield from mounted_tmpfs(tmp_path, "ro", "ro,size=1m")
+
+
+def xfstests_program(name: str) -> str:
+    """fsx or fsstress, built by scripts/xfstests (scripts/setup runs it)
+    into a cache outside the repository; the test skips without them."""
+    cp = subprocess.run([str(REPO / "scripts" / "xfstests")], capture_output=True, text=True)
+    paths = dict(line.split("=", 1) for line in cp.stdout.splitlines() if "=" in line)
+    if cp.returncode != 0 or name not in paths:
+        pytest.skip(f"{name} is not built (scripts/xfstests: {cp.stderr.strip().splitlines()[-1:]})")
+    return paths[name]
+
+
+@pytest.fixture
+def shm_tier(tmp_path: Path) -> Path:
+    """A stage tier of its own on /dev/shm (the default tier's file system),
+    removed after the test."""
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
+    t = base / f"sluice-test-tier-{os.getpid()}-{tmp_path.name}"
+    yield t
+    subprocess.run(["rm", "-rf", str(t)])

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, sluice
+from conftest import sluice, xfstests_program
 
 OPS = "2000"
 MODES = ["profile", "buffer", "stage", "auto"]
@@ -31,11 +31,7 @@ MODES = ["profile", "buffer", "stage", "auto"]
 
 @pytest.fixture(scope="module")
 def fsstress() -> str:
-    cp = subprocess.run([str(REPO / "scripts" / "xfstests")], capture_output=True, text=True)
-    paths = dict(line.split("=", 1) for line in cp.stdout.splitlines() if "=" in line)
-    if cp.returncode != 0 or "fsstress" not in paths:
-        pytest.skip(f"fsstress is not built (scripts/xfstests: {cp.stderr.strip().splitlines()[-1:]})")
-    return paths["fsstress"]
+    return xfstests_program("fsstress")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, file_entry, report_json, sluice
+from conftest import file_entry, report_json, sluice, xfstests_program
 
 SEED = "1"
 OPS = "1500"
@@ -34,11 +34,7 @@ MODES = ["profile", "buffer", "stage", "auto", "acb"]
 
 @pytest.fixture(scope="module")
 def fsx() -> str:
-    cp = subprocess.run([str(REPO / "scripts" / "xfstests")], capture_output=True, text=True)
-    paths = dict(line.split("=", 1) for line in cp.stdout.splitlines() if "=" in line)
-    if cp.returncode != 0 or "fsx" not in paths:
-        pytest.skip(f"fsx is not built (scripts/xfstests: {cp.stderr.strip().splitlines()[-1:]})")
-    return paths["fsx"]
+    return xfstests_program("fsx")
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ every process's staged files."""
 
 from __future__ import annotations
 
-import ctypes
-import os
 import subprocess
 import sys
 import time
@@ -21,11 +19,8 @@ from conftest import bin_path, file_entry, report_json, sluice
 
 
 @pytest.fixture
-def tier(tmp_path: Path) -> Path:
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path
-    t = base / f"sluice-test-jobtier-{os.getpid()}-{tmp_path.name}"
-    yield t
-    subprocess.run(["rm", "-rf", str(t)])
+def tier(shm_tier: Path) -> Path:
+    return shm_tier
 
 
 @pytest.fixture
