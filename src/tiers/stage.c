@@ -1487,6 +1487,10 @@ static void hand_over_locked(struct staged *s)
             return;
         }
     }
+    /* The drainer may publish it any moment: its directory no longer holds
+     * only what this process stages, and a name staged there again must be
+     * checked (and replace, or take with it, the published file) */
+    dir_note_published_locked(s->e.path);
     unlink_locked(s);
     free(s);
     pthread_cond_broadcast(&st.done);
@@ -1995,6 +1999,8 @@ static int unlink_replaced(const char *abs, int existed)
     return existed ? (SLUICE_REAL(unlink)(abs) == 0 || errno == ENOENT ? 0 : -errno) : 0;
 }
 
+static void stage_drop_replaced(const char *abs);
+
 /* A staged file left to the job takes the name to (what was staged there
  * is gone, as a renamed-over file is). 1 when from was one (*rc). */
 static int handed_rename(const char *from, const char *to, int *rc)
@@ -2006,6 +2012,7 @@ static int handed_rename(const char *from, const char *to, int *rc)
         return 0;
     existed = e.existed;
     int dropped;
+    stage_drop_replaced(to);   /* (a file of this process's own staged there) */
     (void)handed_unlink(to, &dropped);
     *rc = handoff_move(&st.dirs, &e, &lockfd, to);
     SLUICE_REAL(close)(lockfd);
