@@ -388,8 +388,10 @@ SLUICE_EXPORT FILE *tmpfile64(void)
     return fp;
 }
 
+/* (its child is started as posix_spawn's, and only execs: process.c) */
 SLUICE_EXPORT FILE *popen(const char *cmd, const char *type)
 {
+    sluice_before_spawn(1);
     FILE *fp = SLUICE_REAL(popen)(cmd, type);
     if (fp)
         fd_fresh(fileno(fp));

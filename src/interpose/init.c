@@ -180,6 +180,51 @@ static void atfork_child(void)
     proc_start_times();
 }
 
+/* 1 when a description recorded here reaches a child that only execs:
+ * a descriptor naming it is not close-on-exec. (Asked of the kernel:
+ * F_SETFD, dup and dup2 change it behind the description's back. F_GETFD
+ * reaches no file system.) */
+static int recorded_fd_inherited(void)
+{
+    int high = sluice_fd_high();
+
+    for (int fd = 0; fd <= high; fd++) {
+        if (!sluice_fd_known(fd))
+            continue;
+        int fl = SLUICE_REAL(fcntl)(fd, F_GETFD);
+        if (fl >= 0 && !(fl & FD_CLOEXEC))
+            return 1;
+    }
+    return 0;
+}
+
+/* A child that runs in our memory until it execs (vfork; glibc's
+ * posix_spawn, system and popen use clone(CLONE_VM | CLONE_VFORK)) runs
+ * no fork handler, and what it execs writes through the descriptions it
+ * inherits or was given (a shell's `>&3`, a file action's dup2 onto its
+ * stdout, Python's subprocess with stdout=fd). So before it exists, in
+ * the parent, the same as before a fork: every buffered byte reaches the
+ * file system and the kernel's positions are the application's. Then
+ * every description open now counts as shared with another process from
+ * then on (the fork generation moves on, as after a fork), unless the
+ * child only execs (exec_only: system, popen, posix_spawn without file
+ * actions) and every recorded descriptor is close-on-exec: then none
+ * reaches it. (A vfork child runs the program's own code first, and a
+ * file action may dup2 any descriptor.) */
+void sluice_before_spawn(int exec_only)
+{
+    int saved = errno;
+
+    if (sluice_active() && !sluice_in_vfork_child()) {
+        sluice__guard++;
+        (void)sluice_stack_quiesce(SLUICE_QUIESCE_FORK);
+        if (!exec_only || recorded_fd_inherited())
+            __atomic_add_fetch(&sluice_fork_gen, 1, __ATOMIC_RELAXED);
+        sluice__guard--;
+    }
+    errno = saved;
+}
+
 int sluice_in_vfork_child(void)
 {
 #if defined(__x86_64__)

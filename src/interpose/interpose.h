@@ -25,6 +25,13 @@ int sluice_finish(unsigned end_reason, unsigned flags, char *path, unsigned long
  * which are never interposed). */
 extern int sluice__vforks;
 
+/* In the parent, before a child that no fork handler sees is started
+ * (vfork, posix_spawn, posix_spawnp, system, popen): what fork's prepare
+ * handler does, and the descriptions open now count as shared with it
+ * (exec_only: the child runs no code of the program's and no file action
+ * before its exec; if no recorded descriptor survives an exec, none is). */
+void sluice_before_spawn(int exec_only);
+
 /* After a failed exec: drop the log written for it and record again. */
 void sluice_resume_after_exec_failure(const char *log_path);
 

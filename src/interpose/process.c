@@ -3,8 +3,11 @@
  * and _exit skips them, so both write the log first. A vfork child shares
  * its parent's memory and writes nothing: the log stays the parent's.
  * If exec fails, the log written for it is removed and recording resumes.
+ * Children started without fork() (vfork, posix_spawn, system, popen) get
+ * what fork's handlers give a forked one, before they exist.
  */
 #include <limits.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +153,34 @@ SLUICE_EXPORT mode_t umask(mode_t mask)
     return old;
 }
 
+/* ---- children started without fork() ---- */
+
+/* glibc's posix_spawn, posix_spawnp, system and popen start their child
+ * with clone(CLONE_VM | CLONE_VFORK) and exec in it through internal
+ * calls: no fork handler runs, and system and popen call the internal
+ * posix_spawn, not this one, so each is wrapped (popen in fdlife.c).
+ * Without file actions the child only execs. */
+SLUICE_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                              const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    sluice_before_spawn(fa == NULL);
+    return SLUICE_REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+}
+
+SLUICE_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                               const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    sluice_before_spawn(fa == NULL);
+    return SLUICE_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+}
+
+SLUICE_EXPORT int system(const char *cmd)
+{
+    if (cmd)   /* (NULL only asks whether there is a shell) */
+        sluice_before_spawn(1);
+    return SLUICE_REAL(system)(cmd);
+}
+
 /* ---- vfork ---- */
 
 #if defined(__x86_64__)
@@ -164,20 +195,33 @@ __attribute__((used)) long sluice__vfork_failed(long rc)
 }
 
 /* vfork itself, counted: sluice_in_vfork_child() asks the kernel only
- * while one is under way. As glibc's, it keeps its return address in a
- * register across the system call, since the child runs on (and may
- * overwrite) the parent's stack; the parent, resumed once the child has
- * exec'd or exited, takes its count back. */
+ * while one is under way. First, as an ordinary call that has returned
+ * before the child exists, sluice_before_spawn(0) (the stack is as at
+ * entry again when the system call is made; the 8 bytes below the return
+ * address only align the call). Then, as glibc's, it keeps its return
+ * address in a register across the system call, since the child runs on
+ * (and may overwrite) the parent's stack; the parent, resumed once the
+ * child has exec'd or exited, takes its count back. */
 __asm__(".text\n"
         ".globl vfork\n"
         ".type vfork, @function\n"
         "vfork:\n"
+        "    .cfi_startproc\n"
         "    endbr64\n"
+        "    subq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    xorl %edi, %edi\n"
+        "    call sluice_before_spawn\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
         "    lock incl sluice__vforks(%rip)\n"
         "    popq %rdi\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    .cfi_register %rip, %rdi\n"
         "    movl $58, %eax\n" /* __NR_vfork */
         "    syscall\n"
         "    pushq %rdi\n"
+        "    .cfi_adjust_cfa_offset 8\n"
         "    testq %rax, %rax\n"
         "    jz 1f\n"
         "    lock decl sluice__vforks(%rip)\n"
@@ -186,5 +230,6 @@ __asm__(".text\n"
         "1:  ret\n"
         "2:  movq %rax, %rdi\n"
         "    jmp sluice__vfork_failed\n"
+        "    .cfi_endproc\n"
         ".size vfork, .-vfork\n");
 #endif

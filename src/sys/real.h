@@ -12,6 +12,7 @@
 #include <aio.h>
 #include <dirent.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>

@@ -593,12 +593,17 @@ static void pass_prepare(struct buffer_desc *d)
     pthread_mutex_unlock(&ino->lock);
 }
 
-/* After a current-position transfer below: the kernel's position is ours. */
+/* After a current-position transfer below: the kernel's position is ours.
+ * (Asked of the kernel: another process may share it. The file system
+ * saw this seek: an fs-side one, as strace counts it.) */
 static void pass_track_position(struct sluice_file *f, ssize_t rc, off_t off)
 {
     if (rc < 0 || off >= 0)
         return;
+    uint64_t t0 = sluice_now();
     off_t pos = SLUICE_REAL(lseek)(f->fd, 0, SEEK_CUR);
+    if (pos >= 0)
+        sluice_count_meta(f->rec, SLUICE_SIDES_FS, POSIX_SEEKS, t0, sluice_now());
     atomic_store(&f->pos, pos >= 0 ? (int64_t)pos : atomic_load(&f->pos) + rc);
 }
 

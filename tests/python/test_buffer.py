@@ -574,6 +574,108 @@ def test_a_description_shared_with_the_shell_stdio_or_a_child_keeps_plain_bytes(
         assert fs * 50 <= app, (app, fs)
 
 
+# ---------------------------------------------------------------- children started without fork()
+
+SPAWNED_LINES = b"parent 1\nchild 1\nafter 1\nparent 2\nchild 2\nafter 2\n"
+SUBPROCESS_FD = str(Path(__file__).resolve().parents[1] / "progs" / "subprocess_fd.py")
+C_WAYS = ("system", "popen", "posix_spawn", "posix_spawnp", "vfork")
+PYTHON_WAYS = ("vfork", "fork", "posix_spawn")
+
+
+def run_spawning(base: Path, argv: list[str], ways: tuple[str, ...]) -> dict:
+    """argv, given `WAY FILE` for each way, under sluice (strace watching)
+    and plain: for each way, the program writes a line to its own
+    descriptor, a child started that way writes one through the same
+    description, the program another; twice. One run (and one report)
+    for all ways."""
+    a, b = base / "a", base / "b"
+    a.mkdir()
+    b.mkdir()
+    logdir = base / "logs"
+    trace = base / "strace" if have_strace() else None
+    cmd = traced(sluice_argv("buffer", logdir, a, *argv, *[x for w in ways for x in (w, str(a / w))]), trace)
+    if trace:   # (and how each child was started)
+        cmd[cmd.index(f"trace={TRACED}")] = f"trace={TRACED},vfork,clone,clone3"
+    ran = subprocess.run(cmd, env=python_env(), capture_output=True, text=True)
+    plain_run = subprocess.run([*argv, *[x for w in ways for x in (w, str(b / w))]], capture_output=True, text=True)
+    assert plain_run.returncode == 0, plain_run.stderr
+    calls = ""
+    if trace:
+        # (not the calls of `sluice run` itself, the first process traced)
+        lines = trace.read_text(errors="replace").splitlines()
+        trace.write_text("".join(line + "\n" for line in lines if line.split(None, 1)[0] != lines[0].split()[0]))
+        calls = trace.read_text()
+    return {"a": a, "b": b, "ran": ran, "trace": trace, "calls": calls,
+            "report": report_json(logdir) if logdir.exists() else None}
+
+
+@pytest.fixture(scope="module")
+def spawned_by_c(tmp_path_factory):
+    return run_spawning(tmp_path_factory.mktemp("spawn_c"), [bin_path("spawn_writer")], (*C_WAYS, "cloexec"))
+
+
+@pytest.fixture(scope="module")
+def spawned_by_python(tmp_path_factory):
+    return run_spawning(tmp_path_factory.mktemp("spawn_py"), [sys.executable, SUBPROCESS_FD], PYTHON_WAYS)
+
+
+def check_spawned(run: dict, way: str) -> None:
+    """The way's file is plain's, and its fs side strace's call for call;
+    the description counts as shared from the first child on."""
+    assert run["ran"].returncode == 0, run["ran"].stderr
+    out = run["a"] / way
+    assert (run["b"] / way).read_bytes() == SPAWNED_LINES
+    assert out.read_bytes() == SPAWNED_LINES
+    e = file_entry(run["report"], out)
+    if run["trace"]:
+        kernel = kernel_calls(run["trace"], str(out))[str(out)]
+        assert fs_side(e) == {k: kernel[k] for k in fs_side(e)}, (fs_side(e), kernel)
+    # (the program's lines after the first child go straight through)
+    assert e["app"]["POSIX_FALLBACK_SHARED"] >= 1
+
+
+@pytest.mark.parametrize("way", C_WAYS)
+def test_a_child_started_without_fork_writes_after_the_buffered_bytes(spawned_by_c, way):
+    """system(), popen() (the child writes what the program sends it),
+    posix_spawn with a dup2 file action onto the child's stdout,
+    posix_spawnp, and vfork+dup2+exec run no fork handler (glibc's system
+    and popen call its internal posix_spawn, not the public one): the
+    buffered line must reach the file before the child writes through the
+    description, and the program's next line must land after the child's."""
+    check_spawned(spawned_by_c, way)
+
+
+def test_a_close_on_exec_descriptor_stays_buffered_across_children(spawned_by_c):
+    """No child that only execs (system, popen, posix_spawn without file
+    actions) can write through a close-on-exec descriptor: its bytes are
+    written before each child starts (durability, as before a fork), and
+    it stays buffered between them."""
+    run = spawned_by_c
+    assert run["ran"].returncode == 0, run["ran"].stderr
+    out = run["a"] / "cloexec"
+    assert out.read_bytes() == (run["b"] / "cloexec").read_bytes()
+    assert out.read_bytes() == b"".join(b"%-99d\n" % i for i in range(40))
+    e = file_entry(run["report"], out)
+    assert e["app"]["POSIX_WRITES"] == 40 and e["app"]["POSIX_FALLBACKS"] == 0
+    assert e["fs"]["POSIX_WRITES"] == 4   # before each of the 3 children, and at the close
+    if run["trace"]:
+        kernel = kernel_calls(run["trace"], str(out))[str(out)]
+        assert fs_side(e) == {k: kernel[k] for k in fs_side(e)}, (fs_side(e), kernel)
+
+
+@pytest.mark.parametrize("way", PYTHON_WAYS)
+def test_python_subprocess_with_stdout_a_buffered_descriptor(spawned_by_python, way):
+    """subprocess.run(..., stdout=fd) on a descriptor the Python program
+    opened and wrote: CPython starts the child with vfork (its default),
+    fork (a preexec_fn) or posix_spawn (close_fds=False); the child's line
+    must land between the program's, as without sluice."""
+    check_spawned(spawned_by_python, way)
+    calls = spawned_by_python["calls"]
+    if calls:   # each way started its two children as it says
+        marker = {"vfork": "vfork(", "fork": "clone(child_stack=NULL,", "posix_spawn": "CLONE_VM|CLONE_VFORK"}[way]
+        assert calls.count(marker) == 2, (way, marker)
+
+
 # ---------------------------------------------------------------- programs, byte for byte
 
 def plain(cmd: list[str]) -> None:

@@ -199,8 +199,11 @@ for sym in ("ftell", "ftello", "ftello64"):
 case("fflush", ["fopen:{f}:w", "fwrite:10", "fflush", "fclose"],
      S(OPENS=1, WRITES=1, BYTES_WRITTEN=10, MAX_BYTE_WRITTEN=9, FLUSHES=1))
 
-# Covered by test_programs.py (they end or replace the process).
-PROCESS_SYMBOLS = {"execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle", "_exit", "_Exit"}
+# Covered by test_programs.py (they end or replace the process), and the
+# ways to start a child without fork() by test_buffer.py (spawn_writer.c:
+# the bytes a child writes through the program's buffered descriptor).
+PROCESS_SYMBOLS = {"execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle", "_exit", "_Exit",
+                   "posix_spawn", "posix_spawnp", "system"}
 EXPECTED_ERRORS = {"error_open", "error_read"}
 # Called by other cases: every aio_* case collects its request with aio_return.
 # stdout's calls: test_profile_truth.py counts them exactly on a redirected
