@@ -242,7 +242,15 @@ static int look_at(struct candidate *c, int64_t now)
         }
         c->busy = 0;
         struct stat sb;
-        long long size = SLUICE_REAL(fstatat)(jd.t.ddir, e.id, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? sb.st_size : 0;
+        long long size = 0;
+        if (SLUICE_REAL(fstatat)(jd.t.ddir, e.id, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+            size = sb.st_size;
+            /* The program set the file's times (utimes, futimens, cp -p)
+             * after its last write: a write moves the modification and the
+             * change time together, a set moves only the change time to
+             * now. Then the published file gets the data file's times. */
+            e.keep_times = sb.st_mtim.tv_sec != sb.st_ctim.tv_sec || sb.st_mtim.tv_nsec != sb.st_ctim.tv_nsec;
+        }
         struct sluice_record *rec = sluice_record_get(SLUICE_MOD_POSIX, e.path);
         if (rec)
             sluice_record_split_sides(rec);   /* (fs side only: the program's side is the processes') */
