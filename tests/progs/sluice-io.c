@@ -453,6 +453,8 @@ int main(int argc, char **argv)
         else if (IS("__fxstatat64")) ret = __fxstatat64(1, AT_FDCWD, a[0], &st64, 0);
         else if (IS("access")) ret = access(a[0], F_OK);
         else if (IS("faccessat")) ret = faccessat(AT_FDCWD, a[0], F_OK, 0);
+        else if (IS("euidaccess")) ret = euidaccess(a[0], R_OK);
+        else if (IS("eaccess")) ret = eaccess(a[0], R_OK);
         else if (IS("unlink")) ret = unlink(a[0]);
         else if (IS("unlinkat")) ret = unlinkat(AT_FDCWD, a[0], 0);
         else if (IS("unlinkat_dir")) ret = unlinkat(AT_FDCWD, a[0], AT_REMOVEDIR);

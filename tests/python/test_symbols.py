@@ -75,7 +75,7 @@ for sym in ("ftruncate", "ftruncate64"):
 for sym in ("fstat", "fstat64", "__fxstat", "__fxstat64", "fstatat_empty", "statx_empty"):
     case(sym, ["creat:{f}", sym, "close"], P(OPENS=1, STATS=1))
 for sym in ("stat", "stat64", "lstat", "lstat64", "fstatat", "fstatat64", "statx", "__xstat", "__xstat64",
-            "__lxstat", "__lxstat64", "__fxstatat", "__fxstatat64", "access", "faccessat"):
+            "__lxstat", "__lxstat64", "__fxstatat", "__fxstatat64", "access", "faccessat", "euidaccess", "eaccess"):
     case(sym, ["creat:{f}", "close", f"{sym}:{{f}}"], P(OPENS=1, STATS=1))
 for sym, arg in (("dup", ""), ("dup2", ":100"), ("dup3", ":101"), ("fcntl", ":200"), ("fcntl64", ":300")):
     case(sym, ["creat:{f}", f"{sym}{arg}", "write:10", "swap", "write:10", "close", "swap", "close"],
