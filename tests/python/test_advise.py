@@ -463,8 +463,8 @@ def test_redirected_output_under_buffer_mode_says_why():
     assert "a descriptor shared with a forked process or a stdio stream goes straight through" in \
         f["evidence"]["text"]
     assert f["fix"]["settings"]["hints"][0] == ("open the file in the process that writes it, after any fork, "
-                                                "and in the program rather than by the shell (dd of=FILE, the "
-                                                "program's own output option)")
+                                                "and in the program rather than by the shell (`cmd > file`, which "
+                                                "buffer mode takes over, or the program's own output option)")
 
 
 def test_dd_redirected_under_buffer_mode(workdir, logdir):

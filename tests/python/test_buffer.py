@@ -567,8 +567,11 @@ def test_a_description_shared_with_the_shell_stdio_or_a_child_keeps_plain_bytes(
         # stream's appends would land before ours)
         assert fs == app and e["fs"]["POSIX_FALLBACK_SHARED"] >= 1
     elif case == "fork":
-        # (each process's windows have holes where the other's records go)
-        assert fs * 10 <= app, (app, fs)
+        # the first half, written by one process, is coalesced; in the second
+        # half each process's windows have holes where the other's records
+        # go, and how many depends on how the two were scheduled (at worst
+        # one write per record: 1,500 + the first half's few)
+        assert fs <= app // 2 + 100, (app, fs)
     elif case != "numbered":
         # (pipe: the file is cat's output, read from the pipe in pieces)
         assert fs * 50 <= app, (app, fs)

@@ -229,6 +229,22 @@ def test_recover_twice_is_a_no_op_the_second_time(tier, shared):
     assert_gone(tier, e)
 
 
+def test_recover_removes_an_empty_data_file_its_dead_process_never_entered(tier, shared):
+    """Killed between creating data/ID and writing journal/ID, a process
+    leaves an empty data file the program never had a descriptor for:
+    recover removes it. One with bytes, or one whose process runs, stays."""
+    host = socket.gethostname()
+    empty_dead = tier.data(f"{host}-{dead_pid()}-1")
+    with_bytes = tier.data(f"{host}-{dead_pid()}-2")
+    running = tier.data(f"{host}-{os.getpid()}-3")
+    empty_dead.write_bytes(b"")
+    with_bytes.write_bytes(b"something")
+    running.write_bytes(b"")
+    run_sluice("recover", str(tier.root))
+    assert not empty_dead.exists()
+    assert with_bytes.read_bytes() == b"something" and running.exists()
+
+
 def test_open_entry_of_a_dead_process_is_kept_under_an_incomplete_name(tier, shared):
     # Killed while writing: perhaps cut short, so never under its own name
     # (an older complete version there stays); kept beside it, said so.

@@ -91,4 +91,16 @@ def test_suite_passes_under_mode_as_plain(suite, mode, plain_results, tmp_path):
     known = KNOWN.get((suite, mode), {})
     worse = {t: got.get(t, "missing") for t, o in plain.items()
              if o == "passed" and got.get(t) != "passed" and t not in known}
-    assert worse == {}
+    assert worse == {}, "\n".join(f"{t}: {why}" for t, why in messages(tmp_path / f"{suite}-{mode}.xml", worse))
+
+
+def messages(junit: Path, tests: dict[str, str]) -> list[tuple[str, str]]:
+    """What pytest said of each of `tests` (the failure's or error's text, its last lines)."""
+    out = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        tid = f"{case.get('classname')}.{case.get('name')}"
+        if tid in tests:
+            text = " | ".join((c.get("message", "") + " " + (c.text or "")).strip() for c in case
+                              if c.tag in ("failure", "error"))
+            out.append((tid, text[-1500:]))
+    return out

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sluice.stage import journal
 from sluice.stage.journal import PENDING_STATES, Entry, JournalError
-from sluice.stage.scan import entry_ids, now_ns, process_state
+from sluice.stage.scan import entry_ids, now_ns, process_state, unentered_data
 from sluice.stage.tier import NotRegular, Tier, open_regular
 
 WRITE_UNIT = 4 << 20   # bytes per write to the shared file system
@@ -89,7 +89,10 @@ def drain(tier: Tier, jobs: int = 4, force: bool = False) -> list[Outcome]:
         by_owner.setdefault(owner_of(i), []).append(i)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         done = pool.map(lambda group: [publish(tier, i, force) for i in group], by_owner.values())
-        return [o for group in done for o in group]
+        outcomes = [o for group in done for o in group]
+    for data in unentered_data(tier):
+        _unlink_quietly(data)
+    return outcomes
 
 
 def publish(tier: Tier, entry_id: str, force: bool = False) -> Outcome:

@@ -74,20 +74,52 @@ def same_file_key(path: str) -> str:
 
 def process_state(entry: Entry) -> str:
     """"running" if the staging process still runs on this host, "gone", or "elsewhere"."""
-    if entry.host != socket.gethostname():
+    return pid_state(entry.host, entry.pid, entry.created_ns)
+
+
+def pid_state(host: str, pid: int, since_ns: int) -> str:
+    """"running" if process `pid` of `host`, there since `since_ns`, still runs; "gone"; or "elsewhere"."""
+    if host != socket.gethostname():
         return "elsewhere"
     try:
-        os.kill(entry.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return "gone"
     except PermissionError:
         pass  # it exists, as another user
-    if _is_zombie(entry.pid):
+    if _is_zombie(pid):
         return "gone"  # killed and not yet reaped: its descriptors and locks are gone
-    started = process_start_ns(entry.pid)
-    if started is not None and started > entry.created_ns + PID_REUSE_SLACK_NS:
+    started = process_start_ns(pid)
+    if started is not None and started > since_ns + PID_REUSE_SLACK_NS:
         return "gone"  # the pid now belongs to a process started after the entry
     return "running"
+
+
+def unentered_data(tier: Tier) -> list[Path]:
+    """Empty data files without a journal entry whose process is gone.
+
+    A process creates data/ID, then writes journal/ID, and only then gives
+    the program its descriptor: killed in between, it leaves an empty data
+    file that holds nothing the program wrote. A data file with bytes, or
+    one whose process still runs, is never listed."""
+    known = set(entry_ids(tier))
+    found = []
+    for name in sorted(_names(tier.data_dir)):
+        if name in known or name.startswith("."):
+            continue
+        host, _, rest = name.rpartition("-")
+        host, _, pid = host.rpartition("-")
+        try:
+            st = os.lstat(tier.data(name))
+        except OSError:
+            continue
+        if not pid.isdigit() or not rest.isdigit() or st.st_size != 0:
+            continue
+        if os.path.exists(tier.journal(name)):
+            continue   # its entry was written after we listed
+        if pid_state(host, int(pid), st.st_mtime_ns) == "gone":
+            found.append(tier.data(name))
+    return found
 
 
 def _is_zombie(pid: int) -> bool:
