@@ -55,7 +55,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting('SLUICE_STAGE_RESERVE', 'INT', '64M', 'stage.reserve', '--stage-reserve',
             'stage mode: a new file goes straight to the shared file system when the tier has less free space than this'),
     Setting('SLUICE_STAGE_PRECOPY', 'INT', '64M', 'stage.precopy', '--stage-precopy',
-            'stage mode: a file still open is copied early to its temporary name each time this much more is pending (0: only after close)'),
+            "stage mode: a file still open is copied early to its temporary name each time this much more is pending (0: only after close; `sluice run` sets 0 for its job's drainer unless given)"),
     Setting('SLUICE_STAGE_FSYNC', 'BOOL', '0', 'stage.fsync', '--stage-fsync',
             "stage mode: 1: fsync each published file before its tier copy is dropped (a round trip per file; 0: the durability of the program's own close)"),
     Setting('SLUICE_STAGE_KEEP_TIMES', 'BOOL', '0', 'stage.keep_times', '--stage-keep-times',

@@ -119,6 +119,21 @@ def test_system_mv_of_a_staged_file_waits_for_nothing(tier, work, logdir):
     assert tier_is_empty(tier)
 
 
+def test_early_copies_are_off_under_the_jobs_drainer_unless_asked_for(tier, work, logdir):
+    """The drainer copies a handed-over file whole at the file system's
+    speed; an early copy in the writer would copy it at idle priority and
+    keep it from the drainer. --stage-precopy still sets it; --detach (no
+    drainer: each process publishes at exit) keeps the library's 64M."""
+    show = [sys.executable, "-c", "import os; print(os.environ.get('SLUICE_STAGE_PRECOPY'))"]
+    assert job_run(tier, work, logdir, *show).stdout == "0\n"
+    cp = sluice("run", "--mode", "stage", "--tier", str(tier), "--stage-precopy", "8M", "--log-dir", str(logdir),
+                "--path", str(work), "--", *show, cwd=work)
+    assert cp.stdout == f"{8 << 20}\n"
+    cp = sluice("run", "--mode", "stage", "--detach", "--tier", str(tier), "--log-dir", str(logdir),
+                "--path", str(work), "--", *show, cwd=work)
+    assert cp.stdout == "None\n"
+
+
 def test_files_removed_on_the_node_are_never_published(tier, work, logdir):
     """A file removed, or renamed over, before it was published costs the
     shared file system nothing, and `sluice run` counts it."""

@@ -73,4 +73,10 @@ def start(env: dict[str, str], say) -> JobDrainer | None:
         proc.wait()
         return None
     env["SLUICE_STAGE_JOB"] = name
+    # Early copies are for processes that publish their own files at exit.
+    # Under the job's drainer they run in the writer at idle priority, copy
+    # bytes rewritten after they began twice, and keep the file from the
+    # drainer, which copies it whole at the file system's speed: off unless
+    # asked for (docs/benchmarks.md, "Stage mode with the job's drainer").
+    env.setdefault("SLUICE_STAGE_PRECOPY", "0")
     return JobDrainer(proc, name)
