@@ -245,6 +245,19 @@ def test_recover_removes_an_empty_data_file_its_dead_process_never_entered(tier,
     assert with_bytes.read_bytes() == b"something" and running.exists()
 
 
+def test_recover_removes_index_links_whose_entries_are_gone(tier, shared):
+    """A process killed between removing a published entry's journal file
+    and its index link leaves the link: recover removes it, and keeps the
+    link of an entry still pending."""
+    gone = tier.name_link(str(shared / "published"))
+    gone.symlink_to(f"{socket.gethostname()}-{dead_pid()}-9 0644 {shared / 'published'}")
+    e = stage(tier, shared / "kept", b"kept\n", state="open", pid=os.getpid())
+    live = tier.name_link(e.path)
+    live.symlink_to(f"{e.id} 0640 {e.path}")
+    run_sluice("recover", str(tier.root))
+    assert not os.path.lexists(gone) and os.path.lexists(live)
+
+
 def test_open_entry_of_a_dead_process_is_kept_under_an_incomplete_name(tier, shared):
     # Killed while writing: perhaps cut short, so never under its own name
     # (an older complete version there stays); kept beside it, said so.

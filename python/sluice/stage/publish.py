@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sluice.stage import journal
 from sluice.stage.journal import PENDING_STATES, Entry, JournalError
-from sluice.stage.scan import entry_ids, now_ns, process_state, unentered_data
+from sluice.stage.scan import entry_ids, now_ns, process_state, stale_links, unentered_data
 from sluice.stage.tier import NotRegular, Tier, open_regular
 
 WRITE_UNIT = 4 << 20   # bytes per write to the shared file system
@@ -92,6 +92,8 @@ def drain(tier: Tier, jobs: int = 4, force: bool = False) -> list[Outcome]:
         outcomes = [o for group in done for o in group]
     for data in unentered_data(tier):
         _unlink_quietly(data)
+    for link, target in stale_links(tier):
+        _unlink_link_if(link, target)
     return outcomes
 
 
@@ -287,9 +289,9 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
         fd = journal.write(tier.journal_dir, entry.with_state("published", "", now_ns()), keep_locked=True)
     except OSError:
         # Published already; without a `published` entry, never leave an entry without its data.
+        _unindex(tier, entry.id, entry.path)
         _unlink_quietly(tier.journal(entry.id))
         _unlink_quietly(tier.data(entry.id))
-        _unindex(tier, entry.id, entry.path)
         return
     try:
         _remove_published(tier, entry.id, entry.path)
@@ -299,9 +301,12 @@ def _mark_published(tier: Tier, entry: Entry) -> None:
 
 
 def _remove_published(tier: Tier, entry_id: str, path: str) -> None:
+    # The index link first: a process that finds the entry gone must not
+    # find the name still indexed (an rmdir of its directory would say
+    # ENOTEMPTY).
+    _unindex(tier, entry_id, path)
     _unlink_quietly(tier.data(entry_id))
     _unlink_quietly(tier.journal(entry_id))
-    _unindex(tier, entry_id, path)
 
 
 def _unindex(tier: Tier, entry_id: str, path: str) -> None:
@@ -313,6 +318,15 @@ def _unindex(tier: Tier, entry_id: str, path: str) -> None:
         return
     if target.split(" ", 2)[:1] == [entry_id] and target.split(" ", 2)[2:] == [path]:
         _unlink_quietly(link)
+
+
+def _unlink_link_if(link: os.PathLike[str], target: str) -> None:
+    """Remove link if it still points at target (a new link of the same name is another entry's)."""
+    try:
+        if os.readlink(link) == target:
+            os.unlink(link)
+    except OSError:
+        pass
 
 
 def _record_failure(tier: Tier, entry: Entry, error: str) -> None:

@@ -56,6 +56,27 @@ def scan(tier: Tier) -> list[Listed]:
     return listed
 
 
+def stale_links(tier: Tier) -> list[tuple[Path, str]]:
+    """Index links (names/KEY -> "ID MODE PATH") whose entry is gone.
+
+    A link is made after its entry and removed before it, so one without
+    an entry was left by a process killed in between: it would make its
+    directory look non-empty to rmdir. (link, its target) each."""
+    found = []
+    for name in sorted(_names(tier.names_dir)):
+        if name.startswith("."):
+            continue
+        link = tier.names_dir / name
+        try:
+            target = os.readlink(link)
+        except OSError:
+            continue
+        entry_id = target.split(" ", 1)[0]
+        if entry_id and not os.path.lexists(tier.journal(entry_id)):
+            found.append((link, target))
+    return found
+
+
 def pending(tier: Tier | None, paths: list[str] | None = None) -> list[Listed]:
     """Pending (open or closed) entries, only those for `paths` when given."""
     if tier is None:
