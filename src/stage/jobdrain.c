@@ -230,7 +230,7 @@ static int look_at(struct candidate *c, int64_t now)
         }
         int users = writers_hold(jd.t.ldir, e.id);
         if (users == -EBUSY && jd.ending) {
-            done = 1;   /* a process under sluice writes it: its close publishes it (stage.c, foreign_takeover) */
+            done = 1;   /* a process under sluice writes it: its close publishes it (stage_foreign_takeover) */
             break;
         }
         int elsewhere = users == -EBUSY ? 1 : writers_open_anywhere(jd.t.ddir, e.id);
