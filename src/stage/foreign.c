@@ -128,8 +128,7 @@ void stage_foreign_takeover(const char *id, const char *abs, struct sluice_recor
     je.pid = getpid();
     je.created_ns = je.updated_ns = journal_now_ns();
     if (publish_entry(stage_st.ddir, &je, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why) == 0) {
-        publish_finish(stage_st.ddir, stage_st.jdir, &je);
-        names_remove(stage_st.ndir, abs, id);
+        publish_finish(stage_st.ddir, stage_st.jdir, stage_st.ndir, &je);
         writers_release(stage_st.ldir, users, id, 1);
     } else {
         sluice_diag("stage mode: cannot publish %s (%s); it stays on the tier %s until `sluice drain`", abs, why,

@@ -117,8 +117,7 @@ int stage_handed_publish_now(const char *abs, struct sluice_record *rec)
     }
     rc = publish_entry(stage_st.ddir, &e, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why);
     if (rc == 0) {
-        publish_finish(stage_st.ddir, stage_st.jdir, &e);
-        names_remove(stage_st.ndir, abs, e.id);
+        publish_finish(stage_st.ddir, stage_st.jdir, stage_st.ndir, &e);
     }
     writers_release(stage_st.ldir, users, e.id, rc == 0);
     SLUICE_REAL(close)(lockfd);

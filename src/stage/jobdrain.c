@@ -258,8 +258,7 @@ static int look_at(struct candidate *c, int64_t now)
         if (rc == 0) {
             /* (gone from the tier before a writer waiting to join may go on:
              * it then finds the published file) */
-            publish_finish(jd.t.ddir, jd.t.jdir, &e);
-            names_remove(jd.t.ndir, e.path, e.id);
+            publish_finish(jd.t.ddir, jd.t.jdir, jd.t.ndir, &e);
             writers_release(jd.t.ldir, users, e.id, 1);
             count_published(size);
             done = 1;

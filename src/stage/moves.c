@@ -198,8 +198,7 @@ static int foreign_move_to_shared(struct sluice_file *f, struct stage_desc *d)
     sluice_record_split_sides(rec);
     rc = publish_entry(stage_st.ddir, &e, (size_t)sluice_cfg.buffer_size, rec, why, sizeof why);
     if (rc == 0) {
-        publish_finish(stage_st.ddir, stage_st.jdir, &e);
-        names_remove(stage_st.ndir, e.path, e.id);
+        publish_finish(stage_st.ddir, stage_st.jdir, stage_st.ndir, &e);
         pthread_mutex_lock(&stage_st.lock);
         move_foreign_description(f, &m);   /* (first: the caller's) */
         sluice_files_each(move_foreign_description, &m);

@@ -122,12 +122,18 @@ void stage_forget_known_dirs(void)
 }
 
 /* Files staged directly under dir, by this process or another on the node
- * (counted up to 1: whether there are any). */
+ * (counted up to 1: whether there are any). An index link whose entry is
+ * gone, published or removed is not a staged file: a publisher between
+ * its steps, or one killed there, left it. */
 static void count_one(void *arg, const char *name, const char *id)
 {
+    struct journal_entry e;
+
     (void)name;
-    (void)id;
-    *(int *)arg = 1;
+    if (*(int *)arg || journal_read(stage_st.jdir, id, &e) != 0)
+        return;
+    if (e.state == JOURNAL_OPEN || e.state == JOURNAL_CLOSED)
+        *(int *)arg = 1;
 }
 
 int stage_dir_holds_staged(const char *dir)

@@ -1,6 +1,8 @@
 /* Publishing; see publish.h. */
 #include "stage/publish.h"
 
+#include "stage/names.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -15,6 +17,7 @@
 #include "core/config.h"
 #include "core/counters.h"
 #include "layout/layout.h"
+#include "stage/names.h"
 #include "sys/privfd.h"
 #include "sys/real.h"
 #include "sys/umask.h"
@@ -398,8 +401,9 @@ int publish_entry(int ddir, const struct journal_entry *e, size_t unit, struct s
     return complete(ddir, e, dst, DST_TEMP, tmp, 0, unit, rec, why, whylen);
 }
 
-void publish_finish(int ddir, int jdir, struct journal_entry *e)
+void publish_finish(int ddir, int jdir, int ndir, struct journal_entry *e)
 {
+    names_remove(ndir, e->path, e->id);
     e->state = JOURNAL_PUBLISHED;
     e->updated_ns = journal_now_ns();
     e->error[0] = '\0';

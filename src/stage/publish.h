@@ -39,9 +39,11 @@ int publish_copy_from(int src, int dst, int64_t from, int64_t to, size_t unit, s
 int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
                      struct sluice_record *rec, char *why, size_t whylen);
 
-/* After a successful publish: state=published, then the data file, then
- * the entry go (in that order, so a crash between leaves a republishable
- * or finished entry, never lost data). */
-void publish_finish(int ddir, int jdir, struct journal_entry *e);
+/* After a successful publish: the index link (names/), then state=published,
+ * then the data file, then the entry go (in that order, so a crash between
+ * leaves a republishable or finished entry, never lost data, and a process
+ * that finds the entry gone never finds the name still indexed: rmdir of
+ * its directory would say ENOTEMPTY). */
+void publish_finish(int ddir, int jdir, int ndir, struct journal_entry *e);
 
 #endif

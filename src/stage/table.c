@@ -67,8 +67,7 @@ void stage_table_insert_locked(struct staged *s)
  * link (so that another process always finds the file in one place). */
 void stage_published_locked(struct staged *s)
 {
-    publish_finish(stage_st.ddir, stage_st.jdir, &s->e);
-    names_remove(stage_st.ndir, s->e.path, s->e.id);
+    publish_finish(stage_st.ddir, stage_st.jdir, stage_st.ndir, &s->e);
 }
 
 void stage_forget_locked(struct staged *s)
