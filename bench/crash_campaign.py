@@ -292,6 +292,7 @@ class Point:
     files: int = 0
     bytes: int = 0
     partial_before_recover: list = field(default_factory=list)
+    rewrites_cut_short: list = field(default_factory=list)   # as plain leaves them (docs/stage.md, limits)
     locks_left: int = 0
     recover: str = ""
     job_seconds: float = 0.0
@@ -411,6 +412,23 @@ def cut_short_ok(kind: str, got: bytes, want: bytes) -> bool:
     return True
 
 
+def rewrite_cut_short(var: Variant, op, before: dict, files: dict) -> str | None:
+    """The path of `op`, under way when the lane was killed, if it rewrites
+    (O_TRUNC) a file whose previous version was still on the tier, handed
+    to the job's drainer, and holds the start of its new content under its
+    name: the rewriting process shared that data file as another process's
+    file, and its O_TRUNC truncated it, as it truncates the file in a plain
+    run (docs/stage.md, "Limits"). Counted, not a failure. (The workload's
+    files do not say whether the previous version had been published: a
+    rewrite cut short over a published file is let through here too.)"""
+    if op is None or op.kind not in WRITES or op.path not in before or op.path not in files:
+        return None
+    got = files[op.path]
+    if got == var.refs[before[op.path]] or not cut_short_ok(op.kind, got, var.refs[op.cid]):
+        return None
+    return op.path
+
+
 def console_ok(got: bytes, full: bytes, logged0: int) -> bool:
     """console.log: whole lines of the driver's output, at least one per
     operation it logged but the last (its line follows the log's)."""
@@ -437,9 +455,14 @@ def check_lane(var: Variant, lane: int, logged: int, dirs: set, files: dict, inc
                 # written again while its previous version was still on the tier: the
                 # program's O_TRUNC truncated that data file, as it truncates the file in a plain run
                 want.pop(op.path, None)
-        if set(files) != set(want) or any(files[p] != var.refs[c] for p, c in want.items()):
+        cut = rewrite_cut_short(var, ops[k] if k < len(ops) else None, sfiles, files)
+        if cut:
+            want[cut] = None
+        if set(files) != set(want) or any(c is not None and files[p] != var.refs[c] for p, c in want.items()):
             continue
         pt.matched[lane] = k
+        if cut:
+            pt.rewrites_cut_short.append(f"lane {lane}: {cut} ({len(files[cut])} B)")
         return []
     # no moment of the lane fits: say how the nearest one (the logged one) differs
     sdirs, sfiles = states[logged]
@@ -823,6 +846,7 @@ def summarize(a, cfg: dict, results: list[Point], elapsed: float, started: str, 
     options = collections.Counter(" ".join(r.options) or "defaults" for r in results if r.point >= 0)
     failed = [r for r in results if r.failures]
     partial = [(r.point, x) for r in results for x in r.partial_before_recover]
+    rewrites = [(r.point, x) for r in results for x in r.rewrites_cut_short]
     n = sum(1 for r in results if r.point >= 0)
     print(f"\n{n} points (seed {a.seed}, {a.variants} workloads of {a.ops} operations per lane), "
           f"{len(results) - n} full runs, {elapsed:.0f} s ({elapsed / max(len(results), 1):.2f} s a point)")
@@ -832,6 +856,8 @@ def summarize(a, cfg: dict, results: list[Point], elapsed: float, started: str, 
     print(f"checked after recover: {sum(r.files for r in results):,} files, {sum(r.bytes for r in results):,} bytes")
     print(f"partial under a final name before recover (a publish cut short): {len(partial)}"
           + (f" e.g. point {partial[0][0]}: {partial[0][1]}" if partial else ""))
+    print(f"rewrites of a handed-over file cut short, left as plain leaves them: {len(rewrites)}"
+          + (f" e.g. point {rewrites[0][0]}: {rewrites[0][1]}" if rewrites else ""))
     print(f"lock files of killed processes left on the tier: {sum(r.locks_left for r in results)} "
           f"in {sum(1 for r in results if r.locks_left)} points")
     print(f"failures: {len(failed)}")
@@ -854,7 +880,7 @@ def summarize(a, cfg: dict, results: list[Point], elapsed: float, started: str, 
             "seconds": round(elapsed, 1), "load1_after": os.getloadavg()[0],
             "victims": dict(victims), "killed_while_in": dict(phases), "options": dict(options),
             "files_checked": sum(r.files for r in results), "bytes_checked": sum(r.bytes for r in results),
-            "partial_before_recover": len(partial), "failures": len(failed),
+            "partial_before_recover": len(partial), "rewrites_cut_short": len(rewrites), "failures": len(failed),
             "failures_by_kind": {k: [r.point for r in rs] for k, rs in by_kind.items()},
             "results": [r.__dict__ for r in results]}, indent=1, default=str) + "\n")
         print(f"results: {path}")

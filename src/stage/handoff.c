@@ -68,7 +68,11 @@ int handoff_get(const struct tier_dirs *t, const char *abs, struct journal_entry
         SLUICE_REAL(close)(fd);
         return 0;
     }
-    if (e->state != JOURNAL_CLOSED || !handoff_owner_released(t->ldir, e->id)) {
+    /* (an entry of this very process that is not in its table, which the
+     * callers look in first, is one it let go of: its owner lock, held
+     * until it exits, says nothing then; waiting on it would wait on
+     * ourselves) */
+    if (e->state != JOURNAL_CLOSED || (e->pid != getpid() && !handoff_owner_released(t->ldir, e->id))) {
         SLUICE_REAL(close)(fd);
         return -EAGAIN;
     }

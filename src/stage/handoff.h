@@ -27,7 +27,8 @@ struct tier_dirs {
 int handoff_owner_released(int ldir, const char *id);
 int handoff_owner_job(int ldir, const char *id, char *job, size_t len);
 
-/* The entry of abs, locked, when it is a closed entry left to the job: 1,
+/* The entry of abs, locked, when it is a closed entry left to the job (or
+ * let go of by this process, which callers have not found in its table): 1,
  * *e and *lockfd (close it to unlock); 0 when abs is not staged (or was
  * published meanwhile); -EAGAIN while a process still holds it. */
 int handoff_get(const struct tier_dirs *t, const char *abs, struct journal_entry *e, int *lockfd);

@@ -137,18 +137,26 @@ again:
             pthread_mutex_unlock(&stage_st.lock);
             return -EEXIST;
         }
+        /* (the entry says open before an O_TRUNC empties the data file: a
+         * kill in between leaves an open entry, kept aside by `recover`,
+         * not a closed one that publishes an empty file under its name) */
+        enum journal_state was = s->e.state;
+        if (was != JOURNAL_OPEN) {
+            s->e.state = JOURNAL_OPEN;
+            s->e.updated_ns = journal_now_ns();
+            stage_entry_write_locked(s);
+        }
         fd = SLUICE_REAL(openat)(stage_st.ddir, s->e.id, data_flags(flags), 0);
         if (fd < 0) {
             fd = -errno;
+            if (was != JOURNAL_OPEN) {
+                s->e.state = was;
+                stage_entry_write_locked(s);
+            }
         } else {
             s->opens++;
             s->failed = 0;
             count_tier_open(f);
-            if (s->e.state != JOURNAL_OPEN) {
-                s->e.state = JOURNAL_OPEN;
-                s->e.updated_ns = journal_now_ns();
-                stage_entry_write_locked(s);
-            }
             d->s = s;
         }
         pthread_mutex_unlock(&stage_st.lock);

@@ -258,6 +258,25 @@ def test_recover_removes_index_links_whose_entries_are_gone(tier, shared):
     assert not os.path.lexists(gone) and os.path.lexists(live)
 
 
+def test_recover_removes_a_journal_rewrite_its_killed_process_left(tier, shared):
+    """journal/.ID.tmp is an entry being rewritten (renamed over journal/ID
+    when written): its process killed before the rename, recover removes
+    it; one of a running process, or one whose writer holds its lock, stays."""
+    host = socket.gethostname()
+    dead = tier.journal_dir / f".{host}-{dead_pid()}-4.tmp"
+    running = tier.journal_dir / f".{host}-{os.getpid()}-5.tmp"
+    locked = tier.journal_dir / f".{host}-{dead_pid()}-6.tmp"
+    for p in (dead, running, locked):
+        p.write_bytes(b"sluice-stage 2\n")
+    fd = os.open(locked, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        run_sluice("recover", str(tier.root))
+    finally:
+        os.close(fd)
+    assert not dead.exists() and running.exists() and locked.exists()
+
+
 def test_open_entry_of_a_dead_process_is_kept_under_an_incomplete_name(tier, shared):
     # Killed while writing: perhaps cut short, so never under its own name
     # (an older complete version there stays); kept beside it, said so.

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sluice.stage import journal
 from sluice.stage.journal import PENDING_STATES, Entry, JournalError
-from sluice.stage.scan import entry_ids, now_ns, process_state, stale_links, unentered_data
+from sluice.stage.scan import entry_ids, now_ns, process_state, stale_journal_temps, stale_links, unentered_data
 from sluice.stage.tier import NotRegular, Tier, open_regular
 
 WRITE_UNIT = 4 << 20   # bytes per write to the shared file system
@@ -94,6 +94,8 @@ def drain(tier: Tier, jobs: int = 4, force: bool = False) -> list[Outcome]:
         _unlink_quietly(data)
     for link, target in stale_links(tier):
         _unlink_link_if(link, target)
+    for temp in stale_journal_temps(tier):
+        _unlink_if_unlocked(temp)
     return outcomes
 
 
@@ -327,6 +329,22 @@ def _unlink_link_if(link: os.PathLike[str], target: str) -> None:
             os.unlink(link)
     except OSError:
         pass
+
+
+def _unlink_if_unlocked(path: os.PathLike[str]) -> None:
+    """Remove path unless a process holds its flock (it is writing it)."""
+    try:
+        fd = _lock_file(path)
+    except (_Busy, NotRegular):
+        return
+    if fd is None:
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _record_failure(tier: Tier, entry: Entry, error: str) -> None:

@@ -56,6 +56,28 @@ def scan(tier: Tier) -> list[Listed]:
     return listed
 
 
+def stale_journal_temps(tier: Tier) -> list[Path]:
+    """journal/.ID.tmp files (an entry being rewritten) left by a process
+    killed before its rename: ID's process is gone, and nobody holds the
+    file's lock (a drainer rewriting an entry of an ended process locks
+    its new file before the rename). The entry itself is journal/ID."""
+    found = []
+    for name in sorted(_names(tier.journal_dir)):
+        if not (name.startswith(".") and name.endswith(".tmp")):
+            continue
+        host, _, rest = name[1:-4].rpartition("-")
+        host, _, pid = host.rpartition("-")
+        path = tier.journal_dir / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not pid.isdigit() or not rest.isdigit() or pid_state(host, int(pid), st.st_mtime_ns) != "gone":
+            continue
+        found.append(path)
+    return found
+
+
 def stale_links(tier: Tier) -> list[tuple[Path, str]]:
     """Index links (names/KEY -> "ID MODE PATH") whose entry is gone.
 
