@@ -544,6 +544,8 @@ SHARED_DESCRIPTION_CASES = {
 
 @pytest.mark.parametrize("case", list(SHARED_DESCRIPTION_CASES))
 def test_a_description_shared_with_the_shell_stdio_or_a_child_keeps_plain_bytes(tmp_path, case):
+    if case == "segv" and "asan" in os.environ.get("SLUICE_PRELOAD_FIRST", ""):
+        pytest.skip("AddressSanitizer's own SIGSEGV handler reports and aborts before the library's flushes")
     script, compare = SHARED_DESCRIPTION_CASES[case]
     script = script.format(p=bin_path("stdout_records"))
     a, b = tmp_path / "a", tmp_path / "b"

@@ -100,7 +100,7 @@ def messages(junit: Path, tests: dict[str, str]) -> list[tuple[str, str]]:
     for case in ET.parse(junit).getroot().iter("testcase"):
         tid = f"{case.get('classname')}.{case.get('name')}"
         if tid in tests:
-            text = " | ".join((c.get("message", "") + " " + (c.text or "")).strip() for c in case
+            text = " | ".join((c.get("message", "") + " ... " + (c.text or "")[-400:]).strip() for c in case
                               if c.tag in ("failure", "error"))
-            out.append((tid, text[-1500:]))
+            out.append((tid, text))
     return out
