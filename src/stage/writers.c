@@ -15,16 +15,23 @@ static void users_name(const char *id, char *out, size_t len)
     snprintf(out, len, "%s.users", id);
 }
 
-int writers_join(int ldir, const char *id)
+/* locks/ID.users, opened (made if missing: a writer that looks the file up
+ * while it is being published then waits on its lock, and finds it
+ * published after): the descriptor, or -errno. */
+static int users_open(int ldir, const char *id)
 {
     char name[128];
-    int fd;
 
     users_name(id, name, sizeof name);
-    fd = sluice_privfd_keep(SLUICE_REAL(openat)(ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (fd < 0)
-        return -errno;
-    if (SLUICE_REAL(flock)(fd, LOCK_SH) != 0) {
+    int fd = sluice_privfd_keep(SLUICE_REAL(openat)(ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    return fd < 0 ? -errno : fd;
+}
+
+int writers_join(int ldir, const char *id)
+{
+    int fd = users_open(ldir, id);
+
+    if (fd >= 0 && SLUICE_REAL(flock)(fd, LOCK_SH) != 0) {
         int err = -errno;
         sluice_privfd_close(fd);
         return err;
@@ -34,13 +41,8 @@ int writers_join(int ldir, const char *id)
 
 int writers_hold(int ldir, const char *id)
 {
-    char name[128];
-    int fd;
+    int fd = users_open(ldir, id);
 
-    users_name(id, name, sizeof name);
-    /* (made if missing: a writer that looks the file up while it is being
-     * published then waits on this lock, and finds it published after) */
-    fd = sluice_privfd_keep(SLUICE_REAL(openat)(ldir, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd < 0)
         return -1;
     if (SLUICE_REAL(flock)(fd, LOCK_EX | LOCK_NB) != 0) {

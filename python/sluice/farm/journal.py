@@ -131,17 +131,7 @@ class Journal:
 
     def created(self) -> set[str]:
         """Keys of the tasks whose directory a farm created (any run, any process)."""
-        keys: set[str] = set()
-        for f in sorted(self.directory.glob("*.dirs")):
-            try:
-                text = f.read_text(encoding="utf-8", errors="replace")
-            except OSError as e:
-                raise UserError(f"cannot read the farm journal {f}: {e.strerror}") from None
-            for raw in text.split("\n"):
-                key = decode_dir(raw)
-                if key is not None:
-                    keys.add(key)
-        return keys
+        return {key for f in sorted(self.directory.glob("*.dirs")) for key in decoded_lines(f, decode_dir)}
 
     def record_created(self, key: str) -> None:
         """Record that this farm created the directory of the task `key`."""
@@ -188,12 +178,14 @@ def read_all(directory: Path) -> list[JournalLine]:
     except OSError:
         return lines
     for f in files:
-        try:
-            text = f.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise UserError(f"cannot read the farm journal {f}: {e.strerror}") from None
-        for raw in text.split("\n"):
-            line = decode(raw)
-            if line is not None:
-                lines.append(line)
+        lines.extend(decoded_lines(f, decode))
     return lines
+
+
+def decoded_lines(f: Path, decoder):
+    """The lines of journal file f that decoder makes something of (a torn or foreign line: None, left out)."""
+    try:
+        text = f.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UserError(f"cannot read the farm journal {f}: {e.strerror}") from None
+    return [d for d in map(decoder, text.split("\n")) if d is not None]
