@@ -149,7 +149,8 @@ void handoff_dir_lock(const struct tier_dirs *t, const char *dir, const char *di
         names_under(t->ndir, dir2, hold_one, d);
     /* (in id order, each once: two processes renaming overlapping trees
      * never wait on each other in a circle, nor on themselves) */
-    qsort(d->held, (size_t)d->n, sizeof *d->held, by_id);
+    if (d->n > 1)
+        qsort(d->held, (size_t)d->n, sizeof *d->held, by_id);
     for (int i = 0; i < d->n; i++)
         d->held[i].fd = journal_lock(t->jdir, d->held[i].id, 1);
 }
