@@ -51,7 +51,7 @@ COST_FILE = "placement.json"
 COST_FORMAT = 1
 COST_MAX_AGE_S = 7 * 86400
 # The measurement: what the library does on the tier for each file it
-# stages (src/tiers/stage.c, src/stage/journal.c): create the data file and
+# stages (src/stage/open.c, src/stage/journal.c): create the data file and
 # write PROBE_SMALL bytes, write the journal entry ENTRY_WRITES times (to
 # .ID.tmp, fsync, rename over ID: open, closed, published), remove both.
 # PROBE_FILES such files at most, fewer once PROBE_BUDGET_NS has gone by
