@@ -60,8 +60,6 @@ SETTINGS: tuple[Setting, ...] = (
             "stage mode: 1: fsync each published file before its tier copy is dropped (a round trip per file; 0: the durability of the program's own close)"),
     Setting('SLUICE_STAGE_KEEP_TIMES', 'BOOL', '0', 'stage.keep_times', '--stage-keep-times',
             'stage mode: 1: a published file gets the access and modification times of its last write on the tier (one more metadata call per file; 0: the time of publishing, unless the program set them)'),
-    Setting('SLUICE_STAGE_LARGE', 'INT', '0', 'stage.large', '--stage-large',
-            "--mode stage: as --auto-large: a new file whose first write is at least this large goes to the shared file system at that write (the job then ends as early as plain where nothing follows the writes, but waits for them as plain does); 0: every file is staged, and a checkpoint's writes return at the tier's speed"),
     Setting('SLUICE_AUTO_LARGE', 'INT', '1M', 'auto.large', '--auto-large',
             '--mode auto: a file staged at its create whose first write is at least this large goes to the shared file system at that write, and straight through from then on (a file system takes such writes at full speed: a tier would only write the bytes twice and hold them in node memory); 0: staged whatever the size'),
     Setting('SLUICE_AUTO_LOCAL', 'BOOL', '0', 'auto.local', '--auto-local',

@@ -133,20 +133,19 @@ static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n,
     return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off)));
 }
 
-/* --mode auto (and stage with SLUICE_STAGE_LARGE) at a staged file's first
- * write: a write the shared file system takes at full speed
- * (SLUICE_AUTO_LARGE and up) gains nothing from the tier at the job's end,
- * which would write the bytes twice and hold them in node memory until
- * then. The file, empty still, goes to the shared file system now and
- * straight through from then on. Only a file this description alone has
- * open: no other description, no forked child, no other process writing it
- * through the tier (stage_move_to_shared checks that). 1 when it went. */
+/* --mode auto at a staged file's first write: a write the shared file
+ * system takes at full speed (SLUICE_AUTO_LARGE and up) gains nothing from
+ * the tier, which would write the bytes twice and hold them in node memory
+ * until then. The file, empty still, goes to the shared file system now
+ * and straight through from then on. Only a file this
+ * description alone has open: no other description, no forked child, no
+ * other process writing it through the tier (stage_move_to_shared checks
+ * that). 1 when it went. */
 static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t n)
 {
     struct staged *s = d->s;
-    int64_t large = f->mode == SLUICE_MODE_AUTO ? sluice_cfg.auto_large : sluice_cfg.stage_large;
 
-    if (large <= 0 || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
+    if (f->mode != SLUICE_MODE_AUTO || sluice_cfg.auto_large <= 0 || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
         return 0;
     pthread_mutex_lock(&stage_st.lock);
     int first = !s->wrote;
@@ -155,7 +154,7 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
      * opened again for writing on the shared file system: it stays) */
     int sole = first && s->opens == 1 && !s->forked && (s->e.mode & S_IWUSR);
     pthread_mutex_unlock(&stage_st.lock);
-    if (!sole || n < (size_t)large)
+    if (!sole || n < (size_t)sluice_cfg.auto_large)
         return 0;
     struct stat sb;
     if (SLUICE_REAL(fstat)(f->fd, &sb) != 0 || sb.st_size != 0)

@@ -125,11 +125,11 @@ os.close(fd)
 NAMES = ("ckpt", "log", "pair", "sized")
 
 
-def run_first_writes(tmp_path, logdir, *opts: str, env: dict[str, str] | None = None, mode: str = "auto"):
+def run_first_writes(tmp_path, logdir, *opts: str, env: dict[str, str] | None = None):
     work, plain = tmp_path / "w", tmp_path / "plain"
     work.mkdir()
     plain.mkdir()
-    sluice("run", "-q", "--mode", mode, *opts, "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
+    sluice("run", "-q", "--mode", "auto", *opts, "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
            "--path", str(work), "--", sys.executable, "-c", FIRST_WRITES, cwd=work, env=env)
     subprocess.run([sys.executable, "-c", FIRST_WRITES], cwd=plain, check=True)
     for name in NAMES:
@@ -169,18 +169,6 @@ def test_auto_large_zero_stages_whatever_the_size(tmp_path, logdir):
     ckpt = e["ckpt"]
     assert ckpt["app"]["POSIX_AUTO_DIRECT"] == 0 and ckpt["app"]["POSIX_STAGED_OPENS"] == 1
     assert ckpt["fs"]["POSIX_WRITES"] == 2   # published in 4 MiB pieces
-
-
-def test_stage_mode_stages_a_checkpoint_unless_given_stage_large(tmp_path, logdir):
-    """Stage mode keeps the burst-buffer promise by default (a 1 MiB first
-    write lands on the tier); --stage-large applies auto's rule."""
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    _, e = run_first_writes(tmp_path / "a", logdir / "a", mode="stage")
-    assert e["ckpt"]["app"]["POSIX_AUTO_DIRECT"] == 0 and e["ckpt"]["fs"]["POSIX_WRITES"] == 2
-    _, e = run_first_writes(tmp_path / "b", logdir / "b", "--stage-large", "1M", mode="stage")
-    assert e["ckpt"]["app"]["POSIX_AUTO_DIRECT"] == 1 and e["ckpt"]["fs"]["POSIX_WRITES"] == 6
-    assert e["log"]["app"]["POSIX_AUTO_DIRECT"] == 0 and e["log"]["fs"]["POSIX_WRITES"] == 1
 
 
 def _mount_type(path: Path) -> str:
