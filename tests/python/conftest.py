@@ -189,6 +189,13 @@ def xfstests_program(name: str) -> str:
     return paths[name]
 
 
+def dead_pid() -> int:
+    """The pid of a process that has exited (a crashed program)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
 @pytest.fixture
 def shm_tier(tmp_path: Path) -> Path:
     """A stage tier of its own on /dev/shm (the default tier's file system),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bin_path, file_entry, report_json, sluice
+from conftest import bin_path, dead_pid, file_entry, report_json, sluice
 
 
 @pytest.fixture
@@ -133,12 +133,6 @@ def test_early_copies_are_off_under_the_jobs_drainer_unless_asked_for(tier, work
     cp = sluice("run", "--mode", "stage", "--detach", "--tier", str(tier), "--log-dir", str(logdir),
                 "--path", str(work), "--", *show, cwd=work)
     assert cp.stdout == "None\n"
-
-
-def dead_pid() -> int:
-    p = subprocess.Popen(["true"])
-    p.wait()
-    return p.pid
 
 
 def names_key(path: str) -> str:

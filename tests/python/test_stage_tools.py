@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import python_env, sluice
+from conftest import dead_pid, python_env, sluice
 from sluice.stage import journal
 from sluice.stage.journal import Entry, JournalError
 from sluice.stage.publish import temp_path
@@ -31,13 +31,6 @@ from sluice.stage.tier import Tier, open_tier
 
 MTIME_NS = 1_700_000_000_123_456_789
 ATIME_NS = 1_700_000_100_000_000_000
-
-
-def dead_pid() -> int:
-    """The pid of a process that has exited (a crashed program)."""
-    p = subprocess.Popen(["true"])
-    p.wait()
-    return p.pid
 
 
 @pytest.fixture
