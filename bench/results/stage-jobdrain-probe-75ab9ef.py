@@ -60,6 +60,24 @@ from pathlib import Path
 DRAINER = "sluice-stage-drain"
 
 
+def descendants(top: int) -> list[int]:
+    """top and every process below it, from /proc."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                st = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append(int(d))
+    out, todo = [], [top]
+    while todo:
+        x = todo.pop()
+        out.append(x)
+        todo.extend(kids.get(x, []))
+    return out
+
+
 def native(name: str) -> str:
     return str(Path(os.environ["SLUICE_NATIVE_DIR"]) / name)
 
@@ -230,21 +248,6 @@ def run_once(args, workload: str, variant: str, rnd: int, root: Path, scratch: P
     if args.schedstat:
         rec["sched"] = []
 
-        def descendants(top):
-            kids = {}
-            for d in os.listdir("/proc"):
-                if d.isdigit():
-                    try:
-                        st = Path(f"/proc/{d}/stat").read_text()
-                    except OSError:
-                        continue
-                    kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append(int(d))
-            out, todo = [], [top]
-            while todo:
-                x = todo.pop()
-                out.append(x)
-                todo.extend(kids.get(x, []))
-            return out
 
         def sample():
             n = 0
@@ -270,28 +273,13 @@ def run_once(args, workload: str, variant: str, rnd: int, root: Path, scratch: P
     if variant.endswith("+normal"):
         rec["flipped"] = []
 
-        def kids_of(top):
-            kids = {}
-            for d in os.listdir("/proc"):
-                if d.isdigit():
-                    try:
-                        st = Path(f"/proc/{d}/stat").read_text()
-                    except OSError:
-                        continue
-                    kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append(int(d))
-            out, todo = [], [top]
-            while todo:
-                x = todo.pop()
-                out.append(x)
-                todo.extend(kids.get(x, []))
-            return out
 
         def flip():
             n = 0
             pids = []
             while proc.poll() is None:
                 if n % 10 == 0:
-                    pids = kids_of(proc.pid)
+                    pids = descendants(proc.pid)
                 n += 1
                 for pid in pids:
                     try:
