@@ -157,6 +157,36 @@ def test_a_directory_with_an_index_link_whose_entry_is_gone_is_empty(tier, work,
     assert cp.stdout == "removed\n" and not d.exists()
 
 
+DRAINER_KILLED = """
+import os, signal, subprocess, sys, time
+with open("f", "w") as f:
+    f.write("first\\n")                       # handed to the job's drainer at close
+job = os.environ["SLUICE_STAGE_JOB"]
+pid = subprocess.run(["pgrep", "-f", "sluice-stage-drain .*--name " + job], capture_output=True,
+                     text=True).stdout.split()[0]
+os.kill(int(pid), signal.SIGKILL)
+time.sleep(0.2)
+with open("g", "w") as f:                   # a handover now finds the drainer gone
+    f.write("second\\n")
+t0 = time.monotonic()
+os.rename("f", "h")                         # its own handed-over file: no wait on itself
+print(f"{time.monotonic() - t0:.1f}")
+"""
+
+
+def test_a_process_renames_its_handed_over_file_at_once_after_the_drainer_died(tier, work, logdir):
+    """Killed drainer: the process's later files are its own again (its owner
+    lock no longer says "job"), and a rename of a file it handed over before
+    must not wait for that owner, itself (it waited a minute: the crash
+    campaign's point 42). After recover, every byte is where plain puts it."""
+    cp = sluice("run", "--mode", "stage", "--tier", str(tier), "--stage-delay", "5000", "--log-dir", str(logdir),
+                "--path", str(work), "--", sys.executable, "-c", DRAINER_KILLED, cwd=work, check=False, timeout=120)
+    assert cp.stdout and float(cp.stdout.split()[-1]) < 5.0, (cp.stdout, cp.stderr)
+    sluice("recover", str(tier), check=False)
+    assert (work / "h").read_text() == "first\n" and (work / "g").read_text() == "second\n"
+    assert not (work / "f").exists()
+
+
 def test_files_removed_on_the_node_are_never_published(tier, work, logdir):
     """A file removed, or renamed over, before it was published costs the
     shared file system nothing, and `sluice run` counts it."""
