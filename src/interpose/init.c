@@ -322,13 +322,51 @@ static void install_end_handlers(void)
         install_end_handler(fatal[i], on_fatal_signal, SA_RESTART);
 }
 
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static int is_launcher_name(const char *base)
+{
+    /* the launchers and their daemons, and the agents that carry them to
+     * other nodes (ssh, rsh; the testbed's node-rsh.sh) */
+    static const char *const launchers[] = {"mpirun", "mpiexec", "orterun", "orted", "prterun", "prte", "prted",
+                                            "mpiexec.hydra", "hydra_pmi_proxy", "ssh", "rsh", "node-rsh.sh", NULL};
+    for (int i = 0; launchers[i]; i++) {
+        size_t k = strlen(launchers[i]);
+        /* (Debian's mpirun.openmpi, mpiexec.mpich: the name, then a dot) */
+        if (strncmp(base, launchers[i], k) == 0 && (base[k] == '\0' || base[k] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
+/* The script a shell runs: its first argument unless that is an option. */
+static int shell_script_is_launcher(void)
+{
+    char cmd[4096];
+    int fd = SLUICE_REAL(openat)(AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
+    ssize_t n;
+
+    if (fd < 0)
+        return 0;
+    n = SLUICE_REAL(read)(fd, cmd, sizeof cmd - 1);
+    SLUICE_REAL(close)(fd);
+    if (n <= 0)
+        return 0;
+    cmd[n] = '\0';
+    size_t first = strlen(cmd) + 1;
+    return first < (size_t)n && cmd[first] != '-' && is_launcher_name(base_name(cmd + first));
+}
+
 /* `sluice run -- mpirun ...`: the launcher and its daemons carry the
  * preload to the ranks but are not the program; their own files (help
  * texts, configuration, sockets) are not the job's I/O. */
 static int is_mpi_launcher(void)
 {
-    static const char *const launchers[] = {"mpirun", "mpiexec", "orterun", "orted", "prterun", "prte", "prted",
-                                            "mpiexec.hydra", "hydra_pmi_proxy", NULL};
+    static const char *const shells[] = {"sh", "dash", "bash", NULL};
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     const char *base;
@@ -336,13 +374,12 @@ static int is_mpi_launcher(void)
     if (n <= 0)
         return 0;
     exe[n] = '\0';
-    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-    for (int i = 0; launchers[i]; i++) {
-        size_t k = strlen(launchers[i]);
-        /* (Debian's mpirun.openmpi, mpiexec.mpich: the name, then a dot) */
-        if (strncmp(base, launchers[i], k) == 0 && (base[k] == '\0' || base[k] == '.'))
-            return 1;
-    }
+    base = base_name(exe);
+    if (is_launcher_name(base))
+        return 1;
+    for (int i = 0; shells[i]; i++)
+        if (strcmp(base, shells[i]) == 0)
+            return shell_script_is_launcher();
     return 0;
 }
 

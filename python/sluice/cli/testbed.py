@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -67,11 +69,14 @@ def command() -> None:
     help="One-way delay added to every packet, in µs (25 gives a round trip of about 90 µs).",
 )
 @click.option(
+    "--nodes",
     "--clients",
+    "clients",
     type=click.IntRange(0, testbed.MAX_CLIENTS),
     default=None,
-    help="Node clients: N more mounts (MOUNTPOINT-node1..N), each by a client in a network namespace of its "
-    "own, as on N nodes. Default: leave them as they are.",
+    help="Simulated nodes node1..N: each its own hostname, address, /dev/shm, /tmp and /var/tmp, and its own "
+    "client of the file system at the same mount point (on the host also at MOUNTPOINT-nodeK). "
+    "Default: leave them as they are.",
 )
 @click.option(
     "--write-cache",
@@ -87,7 +92,7 @@ def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache:
     """Start the testbed and mount it (default /mnt/sluice-pfs, /mnt/sluice-cephfs). Idempotent."""
     if fs == "cephfs":
         if clients is not None or write_cache != "on":
-            raise click.UsageError("--clients and --write-cache are MooseFS options")
+            raise click.UsageError("--nodes and --write-cache are MooseFS options")
         return _cephfs_up(mountpoint, delay_us, verbose)
     t0 = time.monotonic()
     mnt = testbed.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None, clients=clients,
@@ -101,7 +106,43 @@ def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache:
     )
     for node in st["nodes"]:
         cache = "" if node["write_cache"] else ", write cache off"
-        click.echo(f"  node {node['id']}: {node['mountpoint']} (client pid {node['pid']}, {node['address']}{cache})")
+        click.echo(f"  {node['hostname']}: {node['address']}, client pid {node['pid']}{cache}, on the host at "
+                   f"{node['mountpoint']}")
+    if st["nodes"]:
+        click.echo("  run there: sluice testbed exec node1 -- CMD; MPI across nodes: eval \"$(sluice testbed env)\"")
+
+
+@command.command(name="exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("node")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_(node: str, argv: tuple[str, ...]) -> None:
+    """Run a command on a simulated node (sluice testbed exec node1 -- CMD...).
+
+    It runs with the node's hostname, address, /dev/shm, /tmp and /var/tmp and
+    its client of the file system, from the current directory if the node has
+    it (else from $HOME), with this environment. The exit status is the
+    command's.
+    """
+    args = list(argv[1:] if argv[:1] == ("--",) else argv)
+    line = testbed.node_command(node, args)
+    try:
+        os.execvp(line[0], line)
+    except OSError as e:
+        raise click.ClickException(f"cannot run {line[0]}: {e.strerror}") from e
+
+
+@command.command(name="env")
+def env_() -> None:
+    """Print the shell lines after which Open MPI runs across the nodes.
+
+    eval "$(sluice testbed env)"; then mpirun --host node1:2,node2:2 CMD, or
+    mpirun -np N CMD (the nodes' hostfile, $SLUICE_TESTBED_HOSTFILE).
+    """
+    st = testbed.status()
+    if not any(n["namespaces"] for n in st["nodes"]):
+        raise click.ClickException("no simulated nodes are up; start them with: sluice testbed up --nodes N")
+    for name, value in testbed.mpi_environment().items():
+        click.echo(f"export {name}={shlex.quote(value)}")
 
 
 @command.command()
@@ -146,8 +187,9 @@ def _lines(st: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("client", _proc(st["client"])),
         ("delay", f"{st['delay_us']} µs one-way per packet" if st["delay_us"] else "none"),
-        *((f"node {n['id']}", f"{n['mountpoint']} ({'mounted' if n['mounted'] else 'not mounted'}), "
-           f"client {_proc(n)}, {n['address']} in {n['netns']}" + ("" if n["write_cache"] else ", write cache off"))
+        *((n["hostname"], f"{n['address']} in {n['netns']}, client {_proc(n)}, on the host at {n['mountpoint']} "
+           f"({'mounted' if n['mounted'] else 'not mounted'})" + ("" if n["write_cache"] else ", write cache off")
+           + ("" if n["namespaces"] else ", no namespaces of its own"))
           for n in st["nodes"]),
         ("space", _space(st["space"])),
         ("state dir", st["state_dir"]),

@@ -12,14 +12,15 @@ from __future__ import annotations
 import os
 import posixpath
 import pwd
+import re
 import time
 from collections.abc import Mapping
 
 import numpy as np
 
-from sluice.report.model import SHARED, Job
+from sluice.report.model import OP_COUNTERS, SHARED, Job, zero_counters
 from sluice.report.pattern import log_mounts, mount_of
-from sluice.report.tables import column_values
+from sluice.report.tables import column_values, merge_tables
 
 SIDES = ("app", "fs")
 
@@ -253,6 +254,50 @@ def mount_summary(job: Job) -> list[dict]:
     return [{"point": p, "type": t, **per.get(p, zero)} for p, t in mounts]
 
 
+def natural_key(name: str) -> tuple:
+    """node2 before node10."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """0-3,8,10-11: sorted ranks as runs."""
+    runs: list[list[int]] = []
+    for r in sorted(set(ranks)):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def host_rows(job: Job) -> list[dict]:
+    """Per host (node) the job ran on, in name order: its processes, its MPI
+    ranks, and per side the bytes read and written and the operations of
+    its processes (a log shared by all ranks counts on rank 0's host)."""
+    hosts = sorted({l.info.get("host", "") for l in job.logs}, key=natural_key)
+    index = {h: i for i, h in enumerate(hosts)}
+    tables = merge_tables(job.logs, None, lambda l, _path: index[l.info.get("host", "")], zero_counters(job.logs),
+                          nrows=len(hosts))
+    moved = {side: {kind: np.zeros(len(hosts)) for kind in ("READ", "WRITTEN")} for side in SIDES}
+    ops = {side: np.zeros(len(hosts)) for side in SIDES}
+    for side in SIDES:
+        t = tables[side]
+        for kind in ("READ", "WRITTEN"):
+            moved[side][kind] = (np.maximum(t.column(f"POSIX_BYTES_{kind}"), t.column(f"MPIIO_BYTES_{kind}"))
+                                 + t.column(f"STDIO_BYTES_{kind}"))
+        ops[side] = sum((t.column(k) for k in OP_COUNTERS), np.zeros(len(hosts)))
+    rows = []
+    for i, h in enumerate(hosts):
+        mine = [l for l in job.logs if l.info.get("host", "") == h and SHARED not in l.info]
+        row = {"host": h, "processes": len(mine), "ranks": sorted({l.rank for l in mine if l.rank >= 0})}
+        for side in SIDES:
+            row.update({f"{side}_bytes_read": int(moved[side]["READ"][i]),
+                        f"{side}_bytes_written": int(moved[side]["WRITTEN"][i]),
+                        f"{side}_ops": int(ops[side][i])})
+        rows.append(row)
+    return rows
+
+
 def summary_json(job: Job) -> dict:
     """The figures of this module as `sluice report --json` gives them."""
     cmds = commands(job)
@@ -272,6 +317,7 @@ def summary_json(job: Job) -> dict:
         "module_times": module_times(job),
         "file_access": access_kinds(job),
         "directories": directory_rows(job),
+        "hosts": host_rows(job),
     }
 
 

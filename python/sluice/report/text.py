@@ -12,9 +12,9 @@ from sluice.report.hdf5 import hdf5_table
 from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
 from sluice.report.pattern import counts_text, log_mounts, pattern_rows
-from sluice.report.summary import (ACCESS_KINDS, utc, access_kinds, commands, damaged_rows, damaged_text,
-                                   directory_rows, distinct, module_times, mount_summary, one_line,
-                                   runtime_left_out, signal_rows, signals_text, user_of, user_text)
+from sluice.report.summary import (ACCESS_KINDS, natural_key, access_kinds, commands, damaged_rows, damaged_text,
+                                   directory_rows, distinct, host_rows, module_times, mount_summary, one_line,
+                                   ranks_text, runtime_left_out, signal_rows, signals_text, user_of, user_text, utc)
 from sluice.report.tables import any_positive, column_values
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
@@ -110,6 +110,7 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
             ft.add_row(f.path, human_bytes(f.bytes()), f"{f.ops():,}", str(len(f.processes)))
         con.print(ft)
     con.print(f"{len(job.files)} files recorded.")
+    _host_table(con, job)
     _directory_table(con, job, top)
     _mount_table(con, job)
     _pattern_table(con, job, top)
@@ -135,6 +136,9 @@ def _header(con: Console, job: Job) -> None:
     con.print(f"  started: {utc(job.start_ns)}   ended: {utc(job.end_ns)}   run time: {job.runtime:.3f} s")
     exes = sorted({l.info.get("exe", "?") for l in job.logs})
     con.print(f"  processes: {job.processes}   executables: {', '.join(exes)}", soft_wrap=True)
+    hosts = sorted({l.info.get("host", "?") for l in job.logs}, key=natural_key)
+    con.print(f"  hosts: {len(hosts)}: {', '.join(hosts[:8])}" + (f", ... ({len(hosts) - 8} more)" if len(hosts) > 8
+                                                                  else ""), soft_wrap=True)
     policies = distinct(job, "policy")
     con.print(f"  mode: {', '.join(sorted({l.info.get('mode', '?') for l in job.logs}))}   "
               f"policy: {one_line(' | '.join(policies)) if policies else 'none'}", soft_wrap=True)
@@ -150,6 +154,24 @@ def _header(con: Console, job: Job) -> None:
         con.print("  PARTIAL: some files were folded into '<other files>' (raise SLUICE_MAX_RECORDS)")
     for row in damaged_rows(job):
         con.print(f"  DAMAGED LOG: {damaged_text(row)}", soft_wrap=True)
+
+
+def _host_table(con: Console, job: Job) -> None:
+    """Per node, when the job ran on more than one: its processes and ranks,
+    and what they moved on each side."""
+    rows = host_rows(job)
+    if len(rows) < 2:
+        return
+    t = Table(title="Per host (node): its processes and ranks, bytes moved and operations", title_justify="left",
+              box=box.SIMPLE_HEAD)
+    t.add_column("host")
+    for col in ("processes", "ranks", "bytes app", "bytes fs", "ops app", "ops fs"):
+        t.add_column(col, justify="left" if col == "ranks" else "right")
+    for r in rows:
+        t.add_row(r["host"] or "?", f"{r['processes']:,}", ranks_text(r["ranks"]) or "-",
+                  *(human_bytes(r[f"{side}_bytes_read"] + r[f"{side}_bytes_written"]) for side in ("app", "fs")),
+                  *(f"{r[f'{side}_ops']:,}" for side in ("app", "fs")))
+    con.print(t)
 
 
 def _module_time_table(con: Console, job: Job) -> None:

@@ -96,9 +96,11 @@ def up(
     running testbed is switched to it without a restart. ``echo`` receives the
     progress lines.
 
-    ``clients``: that many node clients, each an extra mount at
-    ``MOUNTPOINT-nodeK`` by a client in a network namespace of its own (a
-    simulated node); None leaves the node clients as they are.
+    ``clients``: that many simulated nodes (``--nodes``), each with a client
+    of its own in a network namespace of its own, mounted on the host at
+    ``MOUNTPOINT-nodeK`` and, inside the node's mount namespace, at
+    ``MOUNTPOINT``; hostname ``nodeK``, its own ``/dev/shm``, ``/tmp`` and
+    ``/var/tmp`` (see `node_command`); None leaves the nodes as they are.
     ``write_cache=False`` mounts the node clients synchronously, so that each
     write reaches the servers before it returns.
     """
@@ -106,9 +108,9 @@ def up(
     if not isinstance(delay_us, int) or not 0 <= delay_us <= MAX_DELAY_US:
         raise UserError(f"the delay must be 0 to {MAX_DELAY_US} microseconds, not {delay_us!r}")
     if clients is not None and (not isinstance(clients, int) or not 0 <= clients <= MAX_CLIENTS):
-        raise UserError(f"the number of node clients must be 0 to {MAX_CLIENTS}, not {clients!r}")
+        raise UserError(f"the number of nodes must be 0 to {MAX_CLIENTS}, not {clients!r}")
     if clients is None and not write_cache:
-        raise UserError("the write cache setting is for node clients: give their number too (--clients N)")
+        raise UserError("the write cache setting is for the nodes' clients: give their number too (--nodes N)")
     s = Settings.from_env()
     mnt = _resolve_mountpoint(s, mountpoint)
     env = {"SLUICE_TESTBED_DELAY_US": str(delay_us)}
@@ -117,6 +119,63 @@ def up(
         env["SLUICE_TESTBED_CLIENT_OPTS"] = "" if write_cache else WRITE_CACHE_OFF_OPTS
     _run_script("start.sh", [str(mnt)], env, echo)
     return mnt
+
+
+NODE_RSH = HERE / "node-rsh.sh"
+NODES_NET = "10.214.0.0/16"
+
+
+def nodes_dir(s: Settings | None = None) -> Path:
+    """Where the nodes' mount and UTS namespaces are kept (bind mounts of their files)."""
+    return Path("/run/sluice-testbed") / (s or Settings.from_env()).netns
+
+
+def node_number(node: str) -> int:
+    """K of ``nodeK`` (or of its address 10.214.K.2); a UserError for any other name."""
+    text = node.removeprefix("node") if node.startswith("node") else ""
+    if node.startswith("10.214.") and node.endswith(".2"):
+        text = node[len("10.214."):-2]
+    if not text.isdigit() or not 1 <= int(text) <= MAX_CLIENTS:
+        raise UserError(f"{node!r} is not a testbed node: node1 to node{MAX_CLIENTS}")
+    return int(text)
+
+
+def node_command(node: str, argv: list[str], cwd: str | None = None) -> list[str]:
+    """The command line that runs ``argv`` on ``node``: in its network, mount
+    and UTS namespaces, from ``cwd`` if that directory exists there (the
+    node's /tmp, /var/tmp and /dev/shm are its own), else from $HOME."""
+    k = node_number(node)
+    s = Settings.from_env()
+    d = nodes_dir(s)
+    up_nodes = [n["id"] for n in _nodes(s) if n["namespaces"]]
+    if k not in up_nodes:
+        have = ", ".join(f"node{i}" for i in up_nodes) or "none"
+        raise UserError(f"node{k} is not up (nodes up: {have}); start them with: sluice testbed up --nodes N")
+    if not argv:
+        raise UserError("no command to run (sluice testbed exec NODE -- COMMAND...)")
+    enter = ["nsenter", f"--net=/run/netns/{s.netns}-n{k}", f"--mount={d}/node{k}.mnt", f"--uts={d}/node{k}.uts"]
+    # the directory is looked up on the node, where /tmp is another directory
+    chdir = ('cd "$1" 2> /dev/null || { echo "sluice testbed exec: $1 is not on $(hostname): running from ${HOME:-/}" >&2; '
+             'cd "${HOME:-/}" 2> /dev/null || cd /; }; shift; exec "$@"')
+    return [*enter, "/bin/sh", "-c", chdir, "node-exec", cwd or os.getcwd(), *argv]
+
+
+def mpi_environment() -> dict[str, str]:
+    """The environment after which ``mpirun --host node1:2,node2:2 CMD`` starts
+    its ranks on the nodes: Open MPI enters a node through node-rsh.sh (as it
+    would log in with ssh) and talks to it over the nodes' network only; a
+    plain ``mpirun -np N`` takes the nodes' hostfile."""
+    s = Settings.from_env()
+    env = {
+        "OMPI_MCA_plm_rsh_agent": str(NODE_RSH),
+        "OMPI_MCA_oob_tcp_if_include": NODES_NET,
+        "OMPI_MCA_btl_tcp_if_include": NODES_NET,
+        "OMPI_MCA_orte_default_hostfile": str(s.run_dir / "hostfile"),
+        "SLUICE_TESTBED_HOSTFILE": str(s.run_dir / "hostfile"),
+    }
+    if s.netns != DEFAULT_NETNS:
+        env["SLUICE_TESTBED_NETNS"] = s.netns
+    return env
 
 
 def node_mounts() -> list[Path]:
@@ -182,8 +241,11 @@ def _nodes(s: Settings) -> list[dict[str, Any]]:
         except OSError:
             opts = ""
         extra = opts.split(",")[3:]
+        d = nodes_dir(s)
         nodes.append({
             "id": k,
+            "hostname": f"node{k}",
+            "namespaces": (s.run_dir / f"node{k}.uts").is_file() and (d / f"node{k}.mnt").exists(),
             "mountpoint": str(mnt),
             "mounted": _mount_fstype(mnt) == "fuse.mfs",
             "netns": f"{s.netns}-n{k}",

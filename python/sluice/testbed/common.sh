@@ -158,7 +158,7 @@ node_addr() { echo "10.214.$1.$2"; }
 # node_numbers: the nodes that have any state (PID file, mount point, namespace)
 node_numbers() {
     local f k
-    for f in "$RUN"/node*.mountpoint "$RUN"/node*.netns; do
+    for f in "$RUN"/node*.mountpoint "$RUN"/node*.netns "$RUN"/node*.uts; do
         [ -e "$f" ] || continue
         k=${f##*/node}
         echo "${k%%.*}"
@@ -184,6 +184,7 @@ node_down() {
         fi
     fi
     rm -f "$RUN/mfsmount-node$k.pid" "$RUN/node$k.mountpoint" "$RUN/node$k.opts"
+    node_host_down "$k"
     if [ -s "$RUN/node$k.netns" ]; then
         local ns
         ns=$(< "$RUN/node$k.netns")
@@ -191,6 +192,121 @@ node_down() {
         [ -e "/run/netns/$ns" ] && ip netns del "$ns" && log "deleted network namespace $ns"
         rm -f "$RUN/node$k.netns"
     fi
+}
+
+# ---------------------------------------------------------------- simulated nodes
+# Node K is more than a client: a mount namespace and a UTS namespace, kept
+# by bind mounts of their files in $NODES_DIR (a private mount, as `ip netns`
+# keeps /run/netns), in which the hostname is nodeK, /dev/shm, /tmp and
+# /var/tmp are tmpfs of the node's own, /etc/hosts names every node, and the
+# node's client (mounted on the host at MOUNTPOINT-nodeK) is bound over
+# MOUNTPOINT, so that a program sees the shared file system at the same path
+# on every node. Mounts made on the host later reach the nodes (slave
+# propagation); theirs never reach the host. Routing: the servers'
+# namespace forwards between the nodes' links and a link to the host
+# ('sluice-nodes', 10.214.0.1), so nodes reach each other and the host.
+NODES_DIR=/run/sluice-testbed/$NS
+HOST_LINK=sluice-nodes
+HOSTS_MARK="# sluice testbed $NS"
+node_name() { echo "node$1"; }
+nodes_dir_up() {
+    mkdir -p "$NODES_DIR"
+    if ! mountpoint -q "$NODES_DIR"; then
+        mount --bind "$NODES_DIR" "$NODES_DIR"
+        mount --make-private "$NODES_DIR"
+    fi
+}
+# host_link_up: the host's link to the nodes (through the servers' namespace)
+host_link_up() {
+    if ! ip link show "$HOST_LINK" > /dev/null 2>&1; then
+        ip -n "$NS" link del host 2> /dev/null || true
+        ip link add "$HOST_LINK" type veth peer name host netns "$NS"
+        log "created the host's link to the nodes ($HOST_LINK, $(node_addr 0 1))"
+    fi
+    ip addr replace "$(node_addr 0 1)/30" dev "$HOST_LINK"
+    ip -n "$NS" addr replace "$(node_addr 0 2)/30" dev host
+    ip link set "$HOST_LINK" up
+    ip -n "$NS" link set host up
+    ip route replace 10.214.0.0/16 via "$(node_addr 0 2)" dev "$HOST_LINK"
+    "${EXEC[@]}" sysctl -q -w net.ipv4.ip_forward=1
+}
+host_link_down() {
+    ip link show "$HOST_LINK" > /dev/null 2>&1 || return 0
+    ip link del "$HOST_LINK" && log "deleted the host's link to the nodes"
+}
+# hosts_write: the nodes' names in $RUN/hosts (the nodes' /etc/hosts, rewritten
+# in place so that every node sees the change) and in the host's /etc/hosts
+# (lines marked with $HOSTS_MARK, removed by hosts_clean)
+hosts_write() {
+    local k lines=()
+    for k in $(node_numbers); do
+        [ -s "$RUN/node$k.uts" ] && lines+=("$(node_addr "$k" 2) $(node_name "$k") $HOSTS_MARK")
+    done
+    {
+        echo "127.0.0.1 localhost"
+        echo "$(node_addr 0 1) $(hostname) head $HOSTS_MARK"
+        printf '%s\n' "${lines[@]}"
+    } > "$RUN/hosts.new"
+    cat "$RUN/hosts.new" > "$RUN/hosts"
+    rm -f "$RUN/hosts.new"
+    hosts_clean
+    [ ${#lines[@]} = 0 ] || printf '%s\n' "${lines[@]}" >> /etc/hosts
+    # Open MPI's hostfile: as many slots per node as the machine has cores
+    # (the nodes share them)
+    for k in $(node_numbers); do
+        [ -s "$RUN/node$k.uts" ] && echo "$(node_name "$k") slots=$(nproc)"
+    done > "$RUN/hostfile"
+}
+hosts_clean() {
+    grep -qF "$HOSTS_MARK" /etc/hosts 2> /dev/null || return 0
+    local kept
+    kept=$(grep -vF "$HOSTS_MARK" /etc/hosts || true)
+    printf '%s\n' "$kept" > /etc/hosts
+}
+# node_host_up K MOUNTPOINT: node K's mount and UTS namespaces (see above)
+node_host_up() {
+    local k=$1 mnt=$2 name
+    name=$(node_name "$k")
+    node_host_down "$k"
+    nodes_dir_up
+    : > "$NODES_DIR/$name.mnt"
+    : > "$NODES_DIR/$name.uts"
+    touch "$RUN/hosts"
+    nsenter "--net=/run/netns/$(node_ns "$k")" unshare "--mount=$NODES_DIR/$name.mnt" "--uts=$NODES_DIR/$name.uts" \
+        --propagation slave /bin/sh -euc '
+            umount -l "$1" 2> /dev/null || true
+            hostname "$2"
+            mount --bind "$3" /etc/hosts
+            for d in /dev/shm /tmp /var/tmp; do mount -t tmpfs -o mode=1777,nosuid,nodev "sluice-$2" "$d"; done
+            mkdir -p "$5"
+            mount --bind "$4" "$5"
+        ' node-setup "$NODES_DIR" "$name" "$RUN/hosts" "$mnt" "$MNT" 9>&- ||
+        die "could not set up node $k's namespaces"
+    echo "$name" > "$RUN/node$k.uts"
+    ip -n "$(node_ns "$k")" route replace 10.214.0.0/16 via "$(node_addr "$k" 1)" dev pfs
+}
+# node_host_down K: end node K's processes and namespaces
+node_host_down() {
+    local k=$1 name ns pids
+    name=$(node_name "$k") ns=$(node_ns "$k")
+    if [ -e "/run/netns/$ns" ]; then
+        # whatever still runs on the node (a job's ranks, a daemon) ends with it
+        local client
+        client=$(cat "$RUN/mfsmount-node$k.pid" 2> /dev/null || true)
+        pids=$(ip netns pids "$ns" 2> /dev/null | grep -vxF "${client:-none}" | tr '\n' ' ' || true)
+        if [ -n "${pids// /}" ]; then
+            # shellcheck disable=SC2086  # a list of PIDs
+            kill -KILL $pids 2> /dev/null || true
+            log "node $k: killed what still ran there ($pids)"
+        fi
+    fi
+    local f
+    for f in "$NODES_DIR/$name.mnt" "$NODES_DIR/$name.uts"; do
+        [ -e "$f" ] || continue
+        umount "$f" 2> /dev/null || umount -l "$f" 2> /dev/null || true
+        rm -f "$f"
+    done
+    rm -f "$RUN/node$k.uts"
 }
 
 # ---------------------------------------------------------------- shared by start and stop scripts

@@ -196,12 +196,29 @@ node_up() {   # node_up K
     wait_for 30 "the space of $mnt" has_space "$mnt"
     log "node $k: client pid $(< "$RUN/mfsmount-node$k.pid") in namespace $ns ($(node_addr "$k" 2)), mounted at $mnt"
 }
+# node_host_ready K: node K's namespaces exist and see its client at $MNT
+node_host_ready() {
+    local name
+    name=$(node_name "$1")
+    [ -s "$RUN/node$1.uts" ] && [ -e "$NODES_DIR/$name.mnt" ] &&
+        nsenter "--mount=$NODES_DIR/$name.mnt" "--uts=$NODES_DIR/$name.uts" /bin/sh -c \
+            '[ "$(hostname)" = "$1" ] && grep -qF " $2 fuse.mfs " /proc/self/mounts' - "$name" "$MNT" 9>&- 2> /dev/null
+}
 if [ -n "$CLIENTS" ]; then
     for k in $(node_numbers); do
         [ "$k" -le "$CLIENTS" ] || node_down "$k"
     done
     for k in $(seq 1 "$CLIENTS"); do
+        # a node whose client was (re)mounted gets new namespaces: the old ones
+        # still show the old mount
+        before=$(cat "$RUN/mfsmount-node$k.pid" 2> /dev/null || true)
         node_up "$k"
+        if [ "$before" != "$(< "$RUN/mfsmount-node$k.pid")" ] || ! node_host_ready "$k"; then
+            node_host_up "$k" "$MNT-node$k"
+            log "node $k: hostname $(node_name "$k"), its own /dev/shm, /tmp and /var/tmp, its client at $MNT"
+        fi
     done
+    if [ "$CLIENTS" -gt 0 ]; then host_link_up; else host_link_down; fi
+    hosts_write
 fi
 log "up: master $ADDR:9421 in namespace $NS, $NCS chunkservers, mounted at $MNT"

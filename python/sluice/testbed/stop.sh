@@ -34,6 +34,9 @@ if [ -d "$RUN" ]; then
     for k in $(node_numbers); do
         node_down "$k"
     done
+    host_link_down
+    hosts_clean
+    [ -e "$RUN/hosts" ] && : > "$RUN/hosts"
 
     # 2. client, chunkservers, master, delay helper: SIGTERM all at once, then
     #    wait for each (the master writes its metadata to disk on SIGTERM)
