@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import pwd
+import socket
 import struct
 import time
 import zlib
@@ -243,6 +244,7 @@ def test_processes_ended_by_a_signal_policy_and_user_in_the_header(tmp_path):
         f"  user: {user}",
         f"  started: {utc[0]}   ended: {utc[1]}   run time: {(third.end_ns - first.start_ns) / 1e9:.3f} s",
         f"  processes: 3   executables: {prog}",
+        f"  hosts: 1: {socket.gethostname()}",
         f"  mode: profile   policy: {rules}",
         f"  ended by a signal: SIGSEGV: 1 (pid {second.pid}); signal: 1 (pid {third.pid}); their logs hold what they "
         "did up to then",

@@ -258,7 +258,7 @@ def _master_sessions() -> dict[str, tuple[str, int]]:
     """The master's view of its clients: mount point -> (address, write-chunk requests this hour),
     summed over the sessions of that mount point (a remounted client's old session lingers)."""
     out = subprocess.run(
-        [*NSENTER, "mfscli", "-H", ADDR, "-SMO", "-m", "1"], capture_output=True, text=True, check=True, timeout=30
+        [*NSENTER, "mfscli", "-n", "-H", ADDR, "-SMO", "-m", "1"], capture_output=True, text=True, check=True, timeout=30
     ).stdout
     rows = [line.split("\t") for line in out.splitlines() if line.startswith("active mounts, operations:")]
     # columns: label, address, mount point, 16 operation counts (write is the last), total

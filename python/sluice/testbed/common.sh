@@ -218,6 +218,9 @@ nodes_dir_up() {
 }
 # host_link_up: the host's link to the nodes (through the servers' namespace)
 host_link_up() {
+    if ip link show "$HOST_LINK" > /dev/null 2>&1 && ! ip -n "$NS" link show host > /dev/null 2>&1; then
+        die "the nodes of another testbed are up (the host's link $HOST_LINK leads elsewhere); take them down first"
+    fi
     if ! ip link show "$HOST_LINK" > /dev/null 2>&1; then
         ip -n "$NS" link del host 2> /dev/null || true
         ip link add "$HOST_LINK" type veth peer name host netns "$NS"
@@ -231,7 +234,8 @@ host_link_up() {
     "${EXEC[@]}" sysctl -q -w net.ipv4.ip_forward=1
 }
 host_link_down() {
-    ip link show "$HOST_LINK" > /dev/null 2>&1 || return 0
+    # (only our own: its other end is in our namespace)
+    ip link show "$HOST_LINK" > /dev/null 2>&1 && has_netns && ip -n "$NS" link show host > /dev/null 2>&1 || return 0
     ip link del "$HOST_LINK" && log "deleted the host's link to the nodes"
 }
 # hosts_write: the nodes' names in $RUN/hosts (the nodes' /etc/hosts, rewritten

@@ -1,0 +1,189 @@
+"""Simulated nodes (``sluice testbed up --nodes N``): each a host of its own,
+MPI across them, and the profile that tells the nodes apart.
+
+Needs root. A private testbed (its own state folder, namespaces and mount
+point), purged before and after, as in test_testbed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import bin_path, python_env
+from sluice import testbed
+
+pytestmark = pytest.mark.testbed
+
+STATE = Path("/var/tmp/sluice-testbed-cluster")
+NETNS = "sluice-cl"
+MNT = Path("/mnt/sluice-cl")
+NODES_DIR = Path("/run/sluice-testbed") / NETNS
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[dict[str, str]]:
+    """Two nodes up; yields the environment of a shell that ran
+    ``eval "$(sluice testbed env)"``."""
+    if os.geteuid() != 0:
+        pytest.skip("the testbed needs root")
+    with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith(("SLUICE_TESTBED_", "OMPI_MCA_"))]:
+            mp.delenv(key)
+        mp.setenv("SLUICE_TESTBED_STATE_DIR", str(STATE))
+        mp.setenv("SLUICE_TESTBED_NETNS", NETNS)
+        mp.setenv("SLUICE_TESTBED_MOUNTPOINT", str(MNT))
+        testbed.down(purge=True)
+        try:
+            _cli("testbed", "up", "--nodes", "2")
+            lines = _cli("testbed", "env").splitlines()
+            env = {**python_env(), **ROOT_ENV}
+            for line in lines:
+                name, _, value = line.removeprefix("export ").partition("=")
+                env[name] = value.strip("'")
+            yield env
+        finally:
+            testbed.down(purge=True)
+            _assert_no_nodes_left()
+
+
+def _cli(*args: str, check: bool = True, **kw) -> str:
+    cp = subprocess.run([sys.executable, "-m", "sluice", *args], env={**python_env(), **kw.pop("env", {})},
+                        capture_output=True, text=True, timeout=300, **kw)
+    if check:
+        assert cp.returncode == 0, cp.stderr
+    return cp.stdout if check else cp
+
+
+def _on(node: str, *argv: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`sluice testbed exec NODE -- ARGV`."""
+    cp = subprocess.run([sys.executable, "-m", "sluice", "testbed", "exec", node, "--", *argv], env=python_env(),
+                        capture_output=True, text=True, timeout=120, cwd=cwd)
+    if check:
+        assert cp.returncode == 0, cp.stderr
+    return cp
+
+
+def _mounts_at(mnt: Path) -> list[str]:
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [f.split()[2] for f in lines if f.split()[1] == str(mnt)]
+
+
+def _assert_no_nodes_left() -> None:
+    for k in (1, 2, 3):
+        assert not Path(f"/run/netns/{NETNS}-n{k}").exists()
+        assert not (NODES_DIR / f"node{k}.mnt").exists() and not (NODES_DIR / f"node{k}.uts").exists()
+        assert _mounts_at(Path(f"{MNT}-node{k}")) == []
+    assert f"# sluice testbed {NETNS}" not in Path("/etc/hosts").read_text()
+    assert subprocess.run(["ip", "link", "show", "sluice-nodes"], capture_output=True).returncode != 0
+    assert _mounts_at(MNT) == []
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_each_node_is_a_host_of_its_own_on_one_file_system(cluster, tmp_path) -> None:
+    assert _on("node1", "hostname").stdout == "node1\n"
+    assert _on("node2", "hostname").stdout == "node2\n"
+    # every node knows every other by name, at its own address
+    assert _on("node1", "getent", "hosts", "node2").stdout.split() == ["10.214.2.2", "node2"]
+    assert "inet 10.214.1.2/30" in _on("node1", "ip", "-4", "addr", "show", "pfs").stdout
+
+    # node-local: /dev/shm, /tmp and /var/tmp are the node's own
+    for d in ("/dev/shm", "/tmp", "/var/tmp"):
+        name = f"{d}/sluice-cluster-{os.getpid()}"
+        _on("node1", "sh", "-c", f"echo one > {name}")
+        assert not Path(name).exists()
+        assert _on("node2", "test", "-e", name, check=False).returncode == 1
+        assert _on("node1", "cat", name).stdout == "one\n"
+
+    # the shared file system is at the same path on every node, each node
+    # through its own client: the node's MNT is the host's MNT-nodeK
+    dev = {k: int(_on(f"node{k}", "stat", "-c", "%d", str(MNT)).stdout) for k in (1, 2)}
+    assert dev == {k: os.stat(f"{MNT}-node{k}").st_dev for k in (1, 2)}
+    assert len({*dev.values(), os.stat(MNT).st_dev}) == 3
+    shared = MNT / f"shared-{os.getpid()}"
+    _on("node1", "sh", "-c", f"echo from node1 > {shared}")
+    assert _on("node2", "cat", str(shared)).stdout == "from node1\n"
+    assert shared.read_text() == "from node1\n"
+
+    # exec: the command's exit status; the working directory kept where the
+    # node has it, else $HOME with a word why
+    assert _on("node2", "sh", "-c", "exit 7", check=False).returncode == 7
+    assert _on("node1", "pwd", cwd=MNT).stdout == f"{MNT}\n"
+    here = tmp_path / "only-on-the-host"
+    here.mkdir()
+    cp = _on("node1", "pwd", cwd=here)
+    assert cp.stdout.strip() == os.environ.get("HOME", "/") and f"{here} is not on node1" in cp.stderr
+    cp = _on("node3", "true", check=False)
+    assert cp.returncode == 1 and "node3 is not up (nodes up: node1, node2)" in cp.stderr
+
+
+def test_mpirun_across_nodes_under_sluice_gives_the_plain_bytes_and_a_report_by_host(cluster) -> None:
+    work = MNT / f"mpi-{os.getpid()}"
+    (work / "plain").mkdir(parents=True)
+    (work / "nodes").mkdir()
+    prog = bin_path("mpiio_known")
+    plain = subprocess.run(["mpirun", "--oversubscribe", "-np", "4", prog, str(work / "plain")],
+                           env={**python_env(), **ROOT_ENV}, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+
+    logs = work / "logs"
+    cp = subprocess.run([sys.executable, "-m", "sluice", "run", "--mode", "profile", "--log-dir", str(logs), "--",
+                         "mpirun", "--host", "node1:2,node2:2", prog, str(work / "nodes")],
+                        env=cluster, capture_output=True, text=True, timeout=300, cwd=work)
+    assert cp.returncode == 0, cp.stderr
+    assert (work / "nodes" / "known.dat").read_bytes() == (work / "plain" / "known.dat").read_bytes()
+
+    # one log per rank: the launch path (node-rsh.sh, nsenter, the shell, orted) is not the job
+    names = sorted(p.name for p in logs.iterdir())
+    assert len(names) == 4 and all("_mpiio_known_" in n for n in names), names
+    report = json.loads(_cli("report", "--json", str(logs)))
+    hosts = [(h["host"], h["processes"], h["ranks"]) for h in report["hosts"]]
+    assert hosts == [("node1", 2, [0, 1]), ("node2", 2, [2, 3])]
+    # each rank wrote its 6,106 bytes and read 100 of its own and 6,106 of the next rank's
+    for h in report["hosts"]:
+        assert h["app_bytes_written"] >= 2 * 6106 and h["app_bytes_read"] >= 2 * 6206, h
+        assert h["app_bytes_written"] == h["fs_bytes_written"] and h["app_ops"] == h["fs_ops"]  # profile mode
+    text = _cli("report", str(logs))
+    assert "  hosts: 2: node1, node2" in text
+    rows = [line.split() for line in text.splitlines() if line.strip().startswith(("node1 ", "node2 "))]
+    assert [r[:3] for r in rows] == [["node1", "2", "0-1"], ["node2", "2", "2-3"]]
+
+    # a plain mpirun -np takes the nodes' hostfile
+    hostnames = subprocess.run(["mpirun", "-np", "4", "hostname"], env=cluster, capture_output=True, text=True,
+                               timeout=120, cwd=work)
+    assert hostnames.returncode == 0, hostnames.stderr
+    assert sorted(hostnames.stdout.split()) == ["node1", "node1", "node2", "node2"]
+
+
+def test_fewer_nodes_and_down_end_what_ran_on_them(cluster) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-m", "sluice", "testbed", "exec", "node2", "--", "sleep", "600"],
+                               env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not subprocess.run(["ip", "netns", "pids", f"{NETNS}-n2"], capture_output=True,
+                                 text=True).stdout.split()[1:]:
+            assert time.monotonic() < deadline, "the sleep never started on node2"
+            time.sleep(0.1)
+        _cli("testbed", "up", "--nodes", "1")
+        assert sleeper.wait(timeout=30) != 0  # killed with its node
+        assert not Path(f"/run/netns/{NETNS}-n2").exists() and not (NODES_DIR / "node2.mnt").exists()
+        assert "node2" not in Path("/etc/hosts").read_text()
+        assert (STATE / "run" / "hostfile").read_text() == f"node1 slots={len(os.sched_getaffinity(0))}\n"
+        assert _on("node1", "hostname").stdout == "node1\n"
+        cp = _on("node2", "true", check=False)
+        assert cp.returncode == 1 and "node2 is not up (nodes up: node1)" in cp.stderr
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        _cli("testbed", "up", "--nodes", "2")
+    assert _on("node2", "hostname").stdout == "node2\n"
