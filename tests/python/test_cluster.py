@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bin_path, python_env
+from conftest import REPO, bin_path, python_env
 from sluice import testbed
 
 pytestmark = pytest.mark.testbed
@@ -42,6 +42,8 @@ def cluster() -> Iterator[dict[str, str]]:
         mp.setenv("SLUICE_TESTBED_NETNS", NETNS)
         mp.setenv("SLUICE_TESTBED_MOUNTPOINT", str(MNT))
         testbed.down(purge=True)
+        if subprocess.run(["ip", "link", "show", "sluice-nodes"], capture_output=True).returncode == 0:
+            pytest.fail("the nodes of another testbed are up (sluice testbed down first): one set of nodes at a time")
         try:
             _cli("testbed", "up", "--nodes", "2")
             lines = _cli("testbed", "env").splitlines()
@@ -187,3 +189,102 @@ def test_fewer_nodes_and_down_end_what_ran_on_them(cluster) -> None:
         sleeper.wait()
         _cli("testbed", "up", "--nodes", "2")
     assert _on("node2", "hostname").stdout == "node2\n"
+
+
+# ---------------------------------------------------------------- Slurm across the nodes
+
+SLURM = REPO / "scripts" / "slurm"
+SLURM_DIR = Path("/var/lib/sluice-slurm-cluster")
+EPILOG_LOG = Path("/var/log/sluice-epilog.log")
+
+
+@pytest.fixture(scope="module")
+def slurm(cluster) -> Iterator[dict[str, str]]:
+    """scripts/slurm up --nodes 2 on the two nodes: slurmctld here, a slurmd
+    in each node; a private directory and port."""
+    env = {**cluster, "SLUICE_SLURM_DIR": str(SLURM_DIR), "SLUICE_SLURM_PORT": "16917",
+           "SLUICE_TESTBED_NETNS": NETNS}
+    cp = subprocess.run([str(SLURM), "up", "--nodes", "2"], env=env, capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    env["SLURM_CONF"] = cp.stdout.strip().split("=", 1)[1]
+    try:
+        yield env
+    finally:
+        subprocess.run([str(SLURM), "down"], env=env, capture_output=True, timeout=120)
+
+
+def _sbatch(work: Path, env: dict[str, str], script: str, *opts: str) -> str:
+    (work / "job.sh").write_text("#!/bin/sh\n" + script)
+    cp = subprocess.run(["sbatch", "--parsable", "--wait", "-o", str(work / "slurm-%j.out"), *opts,
+                         str(work / "job.sh")], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    out = "".join(p.read_text() for p in sorted(work.glob("slurm-*.out")))
+    assert cp.returncode in (0, 1), f"{cp.stderr}\n{out}"
+    return out
+
+
+def _farm(*args: str) -> str:
+    return " ".join([sys.executable, "-m", "sluice", "farm", "-q", *args])
+
+
+def test_srun_and_sbatch_spread_a_farm_over_the_nodes(slurm) -> None:
+    names = subprocess.run(["srun", "-N", "2", "hostname"], env=slurm, capture_output=True, text=True, timeout=120)
+    assert names.returncode == 0, names.stderr
+    assert sorted(names.stdout.split()) == ["node1", "node2"]
+
+    work = MNT / f"farm-{os.getpid()}"
+    work.mkdir()
+    n = 12
+    (work / "cells.txt").write_text("".join(f"{i}\n" for i in range(1, n + 1)))
+    (work / "forcing.bin").write_bytes(os.urandom(100_000))
+    member = bin_path("ensemble_member")
+    out = _sbatch(work, slurm, "srun --mpi=pmix " + _farm("--json", "s.json", "--input", "forcing.bin", "--tasks",
+                                                          "cells.txt", "--", member, "{1}", "2", "3") + "\n",
+                  "-N", "2", "--ntasks-per-node=1")
+    s = json.loads((work / "s.json").read_text())
+    assert s["counts"]["done"] == n, out
+    # tasks ran on both nodes, each rank on its own
+    assert {(t["host"], t["rank"]) for t in s["tasks"]} == {("node1", 0), ("node2", 1)}
+    for i in range(1, n + 1):
+        ref = work / "ref" / str(i)
+        ref.mkdir(parents=True)
+        subprocess.run([member, str(i), "2", "3"], cwd=ref, check=True)
+    tree = {str(p.relative_to(work / "tasks")): p.read_bytes() for p in sorted((work / "tasks").rglob("*"))
+            if p.is_file()}
+    assert tree == {str(p.relative_to(work / "ref")): p.read_bytes() for p in sorted((work / "ref").rglob("*"))
+                    if p.is_file()}
+    # the input was copied once to each node's own local directory, never to the host's
+    for node in ("node1", "node2"):
+        copies = _on(node, "sh", "-c", "ls /dev/shm/sluice-farm-0/inputs/*/forcing.bin").stdout.split()
+        assert len(copies) == 1
+        assert _on(node, "cmp", copies[0], str(work / "forcing.bin"), check=False).returncode == 0
+    assert not list(Path("/dev/shm").glob("sluice-farm-0/inputs/*/forcing.bin")) or \
+        all(p.stat().st_mtime < (work / "forcing.bin").stat().st_mtime for p in
+            Path("/dev/shm").glob("sluice-farm-0/inputs/*/forcing.bin"))
+
+
+def test_the_epilog_of_each_node_publishes_what_the_killed_tasks_left_on_it(slurm) -> None:
+    work = MNT / f"epilog-{os.getpid()}"
+    work.mkdir()
+    tasks = 6
+    (work / "t.txt").write_text("".join(f"{i}\n" for i in range(1, tasks + 1)))
+    (work / "one-drainer.toml").write_text("[stage]\ndrainers = 1\n")
+    writer = "for i in $(seq 400); do echo {1}-$i > f$i; done; kill -9 $$"
+    cmd = _farm("--json", "s.json", "--retries", "0", "--config", "one-drainer.toml", "--tasks", "t.txt", "--",
+                "sh", "-c", f"'{writer}'")
+    mark = EPILOG_LOG.stat().st_size if EPILOG_LOG.exists() else 0
+    _sbatch(work, slurm, "srun --mpi=pmix " + cmd + "\n", "-N", "2", "--ntasks-per-node=1")
+    s = json.loads((work / "s.json").read_text())
+    assert s["counts"]["failed"] == tasks
+    kept = [(f["host"], f["kept_tier"]) for f in s["failed"] if f["kept_tier"]]
+    assert {h for h, _ in kept} == {"node1", "node2"}, "no tier was left on one of the nodes: nothing to show"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(_on(h, "test", "-e", k, check=False).returncode == 0 for h, k in kept):
+        time.sleep(0.5)
+    log = EPILOG_LOG.read_text()[mark:] if EPILOG_LOG.exists() else ""
+    for host, k in kept:
+        assert _on(host, "test", "-e", k, check=False).returncode == 1, log
+        assert f" on {host}: sluice recover {k}: " in log, log
+    for task in range(1, tasks + 1):
+        d = work / "tasks" / str(task)
+        assert sorted(int(p.name[1:]) for p in d.glob("f*")) == list(range(1, 401))
+        assert all((d / f"f{i}").read_text() == f"{task}-{i}\n" for i in range(1, 401))
