@@ -288,3 +288,69 @@ def test_the_epilog_of_each_node_publishes_what_the_killed_tasks_left_on_it(slur
         d = work / "tasks" / str(task)
         assert sorted(int(p.name[1:]) for p in d.glob("f*")) == list(range(1, 401))
         assert all((d / f"f{i}").read_text() == f"{task}-{i}\n" for i in range(1, 401))
+
+
+# ---------------------------------------------------------------- stage mode across the nodes
+
+
+def test_files_staged_on_one_node_reach_another_once_published_and_wait_says_when(cluster) -> None:
+    work = MNT / f"stage-{os.getpid()}"
+    work.mkdir()
+    text = {f"f{i}": f"line {i} from node1\n" * i for i in range(1, 21)}
+    script = "; ".join(f"printf '{t}' > {n}" for n, t in text.items())
+    cp = _on("node1", sys.executable, "-m", "sluice", "run", "-q", "--mode", "stage", "--detach", "--", "sh", "-c",
+             script, cwd=work)
+    assert cp.returncode == 0, cp.stderr
+    # staged on node 1's tier: not on the shared file system yet, for node 2 nor for the host
+    assert not (work / "f1").exists()
+    assert _on("node2", "test", "-e", str(work / "f1"), check=False).returncode == 1
+    cp = _on("node2", sys.executable, "-m", "sluice", "wait", "--timeout", "0.5", cwd=work, check=False)
+    assert cp.returncode == 1
+    assert (f"20 file(s) still on node1's tier /dev/shm/sluice-stage-0 ({work}/f1, {work}/f10, {work}/f11, ...; "
+            "sluice drain or sluice recover there publishes them)") in cp.stderr
+    # a path nobody staged needs no wait, on any node
+    assert _on("node2", sys.executable, "-m", "sluice", "wait", "--timeout", "0.5", str(work / "other"),
+               cwd=work).returncode == 0
+
+    waiter = subprocess.Popen([sys.executable, "-m", "sluice", "testbed", "exec", "node2", "--", sys.executable, "-m",
+                               "sluice", "wait", "--timeout", "120", "--poll", "0.05", str(work / "f7")],
+                              cwd=work, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    assert waiter.poll() is None  # still waiting
+    drained = _on("node1", sys.executable, "-m", "sluice", "drain", cwd=work)
+    assert "20 published" in drained.stdout
+    assert waiter.wait(timeout=60) == 0, waiter.stderr.read()
+    for name, t in text.items():
+        assert _on("node2", "cat", str(work / name)).stdout == t
+    assert list((work / "sluice-logs" / ".sluice-pending").iterdir()) == []
+
+
+def test_a_node_killed_mid_job_loses_nothing_once_its_epilog_ran(cluster) -> None:
+    work = MNT / f"killed-{os.getpid()}"
+    work.mkdir()
+    script = "for i in $(seq 200); do echo $i > f$i; done; touch done; sleep 600"
+    # files are published only after ten minutes unused: they wait on node 1's tier
+    job = subprocess.Popen([sys.executable, "-m", "sluice", "testbed", "exec", "node1", "--", sys.executable, "-m",
+                            "sluice", "run", "-q", "--mode", "stage", "--stage-delay", "600000", "--",
+                            "sh", "-c", script], cwd=work, env=python_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while _on("node1", "ls", "/dev/shm/sluice-stage-0/journal", check=False).stdout.count("\n") < 201:
+            assert time.monotonic() < deadline, "the job never staged its files"
+            time.sleep(0.2)
+        assert _cli("testbed", "kill", "node1").startswith("node1: killed ")
+        assert job.wait(timeout=30) != 0
+    finally:
+        job.kill()
+        job.wait()
+    assert not (work / "f1").exists()  # nothing published: all of it on node 1's tier
+    # node 1's epilog at the end of the killed job
+    log = work / "epilog.log"
+    _on("node1", "env", "SLURM_JOB_UID=0", "SLURM_JOB_ID=4242", f"SLUICE_EPILOG_LOG={log}",
+        f"SLUICE_EPILOG_SLUICE={REPO / '.venv' / 'bin' / 'sluice'}", str(REPO / "contrib" / "slurm" / "sluice-epilog"))
+    assert "job 4242 on node1: sluice recover /dev/shm/sluice-stage-0: " in log.read_text()
+    assert sorted(int(p.name[1:]) for p in work.glob("f*")) == list(range(1, 201))
+    assert all((work / f"f{i}").read_text() == f"{i}\n" for i in range(1, 201))
+    assert _on("node2", "cat", str(work / "f200")).stdout == "200\n"
+    assert _on("node1", "ls", "/dev/shm/sluice-stage-0/journal").stdout == ""

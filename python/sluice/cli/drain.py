@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from sluice.cli.status import human_bytes, tier_option
+from sluice.stage import announce
 from sluice.stage import publish as pub
 from sluice.stage.publish import Outcome
 from sluice.stage.tier import Tier, default_tier, open_tier
@@ -22,6 +23,7 @@ def run(tier_dir: Path | None = None, jobs: int = 4, force: bool = False) -> int
     outcomes = pub.drain(tier, jobs=jobs, force=force)
     for o in outcomes:
         _report(tier, o)
+    announce.refresh(tier)  # the other nodes' `sluice wait` learns what was published
     click.echo(summary(tier, outcomes))
     return 1 if any(o.result in pub.PROBLEMS for o in outcomes) else 0
 

@@ -115,6 +115,7 @@ def run(cmd: list[str], mode: str = "profile", paths: list[str] | None = None,
         if n:
             _say(next_steps(d))
     unpublished = _still_staged(env, started_ns, rc, quiet)
+    _announce_leftovers(env, d)
     if rc < 0:
         return 128 - rc
     if rc == 0 and unpublished:
@@ -130,6 +131,33 @@ def _place_tier(env: dict[str, str], quiet: bool) -> None:
     if _stages(env):
         from sluice.stage import placement
         placement.place(env, _say, quiet=quiet or mpi_rank() not in (None, 0))
+
+
+def _announce_leftovers(env: dict[str, str], log_dir: str) -> None:
+    """Files of this node still on its tier (--detach, or left by processes
+    that ended without publishing): said in the log directory, which the
+    other nodes share, so that `sluice wait` there waits for them
+    (sluice.stage.announce)."""
+    if not _stages(env):
+        return
+    from sluice.paths import default_tier_path, tier_journal_empty
+    root = default_tier_path(env)
+    empty = tier_journal_empty(root)
+    if empty and not os.path.isdir(os.path.join(root, "announced")):
+        return  # nothing staged, nothing said before: the stage modules need not load
+    from sluice.stage import announce
+    from sluice.stage.tier import UnsafeTier, open_tier
+
+    try:
+        tier = open_tier(root)
+        if tier is not None:
+            # (everything published: an earlier run's markers are taken back)
+            if empty:
+                announce.refresh(tier)
+            else:
+                announce.announce(tier, log_dir)
+    except (UnsafeTier, OSError) as e:
+        _say(f"sluice: could not say in {log_dir} what the tier still holds: {e}")
 
 
 def _stages(env: dict[str, str]) -> bool:

@@ -131,6 +131,18 @@ def exec_(node: str, argv: tuple[str, ...]) -> None:
         raise click.ClickException(f"cannot run {line[0]}: {e.strerror}") from e
 
 
+@command.command(name="kill")
+@click.argument("node")
+def kill_(node: str) -> None:
+    """SIGKILL every process on a simulated node but its file-system client.
+
+    What a node's job meets when it is killed at once: its /dev/shm, /tmp
+    and tiers stay for the epilog (sluice recover) to publish.
+    """
+    pids = testbed.kill_node(node)
+    click.echo(f"{node}: killed {len(pids)} process{'es' if len(pids) != 1 else ''}")
+
+
 @command.command(name="env")
 def env_() -> None:
     """Print the shell lines after which Open MPI runs across the nodes.

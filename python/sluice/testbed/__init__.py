@@ -160,6 +160,34 @@ def node_command(node: str, argv: list[str], cwd: str | None = None) -> list[str
     return [*enter, "/bin/sh", "-c", chdir, "node-exec", cwd or os.getcwd(), *argv]
 
 
+def kill_node(node: str) -> list[int]:
+    """SIGKILL every process on ``node`` but its file-system client, as when
+    a node's jobs die at once (its /dev/shm and /tmp stay, as after a job
+    killed at its time limit); returns their PIDs."""
+    import signal
+
+    _require_root("kill")
+    k = node_number(node)
+    s = Settings.from_env()
+    info = next((n for n in _nodes(s) if n["id"] == k and n["namespaces"]), None)
+    if info is None:
+        raise UserError(f"node{k} is not up")
+    killed: list[int] = []
+    for _ in range(10):  # again while a process forked before it was killed
+        out = subprocess.run(["ip", "netns", "pids", f"{s.netns}-n{k}"], capture_output=True, text=True,
+                             check=False).stdout
+        pids = [int(p) for p in out.split() if p.isdigit() and int(p) != info["pid"] and int(p) not in killed]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 def mpi_environment() -> dict[str, str]:
     """The environment after which ``mpirun --host node1:2,node2:2 CMD`` starts
     its ranks on the nodes: Open MPI enters a node through node-rsh.sh (as it
