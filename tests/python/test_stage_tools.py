@@ -506,6 +506,30 @@ def test_wait_for_paths_without_entries_returns_at_once(tier, shared):
     run_sluice("wait", *tier_args(tier), "--timeout", "5", str(shared / "unrelated"))
 
 
+def test_wait_waits_for_what_another_nodes_marker_names_and_skips_an_unreadable_one(tier, shared, tmp_path):
+    """The markers `sluice run` leaves in the log directory for the other
+    nodes (sluice.stage.announce), read by hand-made files here."""
+    logs = tmp_path / "logs"
+    (logs / ".sluice-pending").mkdir(parents=True)
+    (logs / ".sluice-pending" / "node7-0.json").write_text(json.dumps(
+        {"host": "node7", "uid": 0, "tier": "/dev/shm/sluice-stage-0", "paths": [str(shared / "a"), str(shared / "b")]}))
+    (logs / ".sluice-pending" / "node8-0.json").write_text('{"host": "node8", "paths": [')
+    cp = run_sluice("wait", *tier_args(tier), "--log-dir", str(logs), "--timeout", "0.3", check=False)
+    assert cp.returncode == 1
+    assert cp.stderr.splitlines() == [
+        f"sluice wait: unreadable marker {logs}/.sluice-pending/node8-0.json (JSONDecodeError: Expecting value: "
+        "line 1 column 29 (char 28)): not waited for",
+        f"sluice: error: timed out after 0.3 s: 2 file(s) still on node7's tier /dev/shm/sluice-stage-0 ({shared}/a, "
+        f"{shared}/b; sluice drain or sluice recover there publishes them)"]
+    # a path the marker does not name needs no wait; one it names does
+    run_sluice("wait", *tier_args(tier), "--log-dir", str(logs), "--timeout", "5", str(shared / "c"))
+    assert run_sluice("wait", *tier_args(tier), "--log-dir", str(logs), "--timeout", "0.2", str(shared / "b"),
+                      check=False).returncode == 1
+    # the marker gone (node 7 published): nothing to wait for
+    (logs / ".sluice-pending" / "node7-0.json").unlink()
+    run_sluice("wait", *tier_args(tier), "--log-dir", str(logs), "--timeout", "5")
+
+
 def test_status_json_lists_pending_entries_with_bytes_and_age(tier, shared):
     a = stage(tier, shared / "a", b"12345", age_s=30)
     b = stage(tier, shared / "b", bytes(4096), seq=2, state="open", age_s=2)
