@@ -145,6 +145,7 @@ def node_command(node: str, argv: list[str], cwd: str | None = None) -> list[str
     and UTS namespaces, from ``cwd`` if that directory exists there (the
     node's /tmp, /var/tmp and /dev/shm are its own), else from $HOME."""
     k = node_number(node)
+    _require_root("exec")
     s = Settings.from_env()
     d = nodes_dir(s)
     up_nodes = [n["id"] for n in _nodes(s) if n["namespaces"]]

@@ -19,8 +19,8 @@ done
 node=$1
 shift
 case $node in
-    node[1-9]) k=${node#node} ;;
-    10.214.[1-9].2) k=${node#10.214.}; k=${k%.2} ;;
+    node[1-8]) k=${node#node} ;;
+    10.214.[1-8].2) k=${node#10.214.}; k=${k%.2} ;;
     *) echo "node-rsh: $node is not a testbed node (node1..node8)" >&2; exit 255 ;;
 esac
 ns=${SLUICE_TESTBED_NETNS:-sluice-pfs}

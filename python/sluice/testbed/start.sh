@@ -205,6 +205,9 @@ node_host_ready() {
             '[ "$(hostname)" = "$1" ] && grep -qF " $2 fuse.mfs " /proc/self/mounts' - "$name" "$MNT" 9>&- 2> /dev/null
 }
 if [ -n "$CLIENTS" ]; then
+    if [ "$CLIENTS" -gt 0 ] && ip link show "$HOST_LINK" > /dev/null 2>&1 && ! ip -n "$NS" link show host > /dev/null 2>&1; then
+        die "the nodes of another testbed are up (the host's link $HOST_LINK leads elsewhere); take them down first"
+    fi
     for k in $(node_numbers); do
         [ "$k" -le "$CLIENTS" ] || node_down "$k"
     done
