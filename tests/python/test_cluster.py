@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, bin_path, python_env
+from conftest import NATIVE, REPO, bin_path, python_env
 from sluice import testbed
 
 pytestmark = pytest.mark.testbed
@@ -354,3 +354,40 @@ def test_a_node_killed_mid_job_loses_nothing_once_its_epilog_ran(cluster) -> Non
     assert all((work / f"f{i}").read_text() == f"{i}\n" for i in range(1, 201))
     assert _on("node2", "cat", str(work / "f200")).stdout == "200\n"
     assert _on("node1", "ls", "/dev/shm/sluice-stage-0/journal").stdout == ""
+
+
+@pytest.mark.parametrize("mode,api,layout", [("acb", "coll", "shared"), ("buffer", "indep", "blocked"),
+                                             ("buffer", "indep", "shared")])
+def test_a_shared_file_written_from_two_nodes_in_4k_pieces_is_plains(cluster, mode, api, layout) -> None:
+    """Ranks 0-1 on node 1 and 2-3 on node 2 write one file in 4 KiB pieces,
+    each node through its own client. acb over IOR's strided pattern
+    (aggregators per node) and buffer over disjoint blocks (each rank's run
+    of pieces) write the plain run's bytes in fewer writes; buffer over the
+    strided pattern, where each rank's pieces sit between the other node's
+    in the same stripes, has nothing to merge: the plain bytes, as many
+    writes."""
+    work = MNT / f"shared-{mode}-{layout}-{os.getpid()}"
+    work.mkdir()
+    ior = [str(NATIVE / "sluice-bench-ior-shared"), "--piece", "4096", "--per-rank", str(256 * 1024), "--api", api,
+           "--layout", layout, "--check"]
+    host = ["mpirun", "--host", "node1:2,node2:2"]
+    plain = subprocess.run([*host, *ior, "--file", str(work / "plain.dat")], env=cluster, capture_output=True,
+                           text=True, timeout=120, cwd=work)
+    assert plain.returncode == 0, plain.stderr
+    logs = work / "logs"
+    cp = subprocess.run([sys.executable, "-m", "sluice", "run", "-q", "--mode", mode, "--log-dir", str(logs), "--",
+                         *host, *ior, "--file", str(work / "sluice.dat")], env=cluster, capture_output=True, text=True,
+                        timeout=300, cwd=work)
+    assert cp.returncode == 0, cp.stderr
+    assert (work / "sluice.dat").read_bytes() == (work / "plain.dat").read_bytes()
+    report = json.loads(_cli("report", "--json", str(logs)))
+    assert [h["host"] for h in report["hosts"]] == ["node1", "node2"]
+    f = next(f for f in report["files"] if f["path"] == str(work / "sluice.dat"))
+    assert f["fs"]["POSIX_BYTES_WRITTEN"] == 4 * 256 * 1024
+    calls = 4 * 64  # 64 pieces a rank
+    if mode == "acb":
+        assert f["app"]["MPIIO_COLL_WRITES"] == calls and f["fs"]["POSIX_WRITES"] * 4 <= calls, f
+    elif layout == "blocked":
+        assert f["app"]["POSIX_WRITES"] == calls and f["fs"]["POSIX_WRITES"] * 4 <= calls, f
+    else:
+        assert f["app"]["POSIX_WRITES"] == f["fs"]["POSIX_WRITES"] == calls, f
