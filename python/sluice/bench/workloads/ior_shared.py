@@ -75,8 +75,8 @@ class IorShared(Workload):
         Param("layout", "shared", "shared (strided, one file), blocked (one region per rank) or fpp (file per "
               "process)", "choice", ("shared", "blocked", "fpp")),
         Param("methods", "all", "comma-separated subset of: " + ", ".join(m for m, *_ in METHODS), "str"),
-        Param("nodes", 0, "as on N nodes: rank r reaches the file through node client r*N/procs+1 of the "
-              "testbed (sluice testbed up --clients N); 0: all through the target"),
+        Param("nodes", 0, "on N of the testbed's simulated nodes (sluice testbed up --nodes N): procs/N ranks "
+              "in each node, each node through its own client; 0: all ranks here, through the target"),
     )
     metrics = _metrics()
 
@@ -118,24 +118,31 @@ class IorShared(Workload):
     def _run_one(ctx: RunContext, method: tuple, piece: int) -> dict:
         name, io, api, hints, acb = method
         p = ctx.params
-        dirs = _node_workdirs(ctx.workdir, p["nodes"])
-        file_args = ["--file", str(ctx.workdir / f"{name}.dat")]
-        if dirs:
-            file_args = ["--file", f"{name}.dat", "--node-dirs", ",".join(map(str, dirs))]
-        argv = ["mpirun", "--oversubscribe", "-np", str(p["procs"]), ctx.native("sluice-bench-ior-shared"),
-                *file_args, "--piece", str(piece), "--per-rank",
+        fresh = _node_workdir(ctx.workdir, p["nodes"], p["procs"])
+        where = fresh or ctx.workdir
+        launch = ["mpirun", "--oversubscribe", "-np", str(p["procs"])]
+        if fresh:
+            per = p["procs"] // p["nodes"]
+            launch = ["mpirun", "--host", ",".join(f"node{k}:{per}" for k in range(1, p["nodes"] + 1))]
+        argv = [*launch, ctx.native("sluice-bench-ior-shared"),
+                "--file", str(where / f"{name}.dat"), "--piece", str(piece), "--per-rank",
                 str(p["per_rank"]), "--api", api, "--layout", p["layout"], "--check",
                 *(["--hints", hints] if hints else [])]
         layout = ctx.variant.layout
         variant = Variant("acb", "acb", "", layout=layout) if acb else \
             Variant("layout", "profile", "", layout=layout) if layout else Variant("plain", None, "")
-        logs = ctx.scratch / f"logs-{name}-{piece}"
+        # (on the nodes the logs go where every node writes: the shared file system)
+        logs = (fresh or ctx.scratch) / f"logs-{name}-{piece}"
         logs.mkdir(parents=True, exist_ok=True)
         env = {**variant.env(), "OMPI_MCA_io": io}
+        if fresh:
+            from sluice import testbed
+
+            env.update(testbed.mpi_environment())
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        proc = subprocess.run(variant.command(argv, logs, [ctx.workdir, *dirs]), capture_output=True, text=True, env=env,
-                              timeout=ctx.timeout)
+        proc = subprocess.run(variant.command(argv, logs, [where]), capture_output=True, text=True, env=env,
+                              timeout=ctx.timeout, cwd=where)
         if proc.returncode != 0:
             # the program's own reason, not only Open MPI's abort notice after it
             own = [l for l in proc.stderr.splitlines() if l.startswith("sluice-bench-ior-shared:")]
@@ -150,8 +157,8 @@ class IorShared(Workload):
         ctx.wall_seconds += r["seconds"]
         for f in ctx.workdir.glob(f"{name}.dat*"):
             f.unlink()
-        if dirs:
-            shutil.rmtree(ctx.workdir.parent / dirs[0].name)
+        if fresh:
+            shutil.rmtree(fresh)
         return r
 
     @staticmethod
@@ -165,21 +172,23 @@ class IorShared(Workload):
         return "\n".join(lines)
 
 
-def _node_workdirs(workdir: Path, nodes: int) -> list[Path]:
-    """The workload's directory as the first `nodes` node clients of the
-    testbed mounted at the target see it (none for nodes=0)."""
+def _node_workdir(workdir: Path, nodes: int, procs: int) -> Path | None:
+    """For nodes=N: a new directory beside the workload's on the testbed,
+    which every node sees at the same path through its own client (None
+    for nodes=0)."""
     if nodes <= 0:
-        return []
+        return None
     from sluice import testbed
 
     st = testbed.status()
     mnt = Path(st["mountpoint"])
-    mounts = [Path(n["mountpoint"]) for n in st["nodes"] if n["mounted"] and n["alive"]][:nodes]
-    if len(mounts) < nodes or not workdir.is_relative_to(mnt):
-        raise UserError(f"ior-shared: nodes={nodes} needs the target on the testbed ({mnt}) and {nodes} node "
-                        f"clients (sluice testbed up --clients {nodes}); found {len(mounts)}")
-    # A directory no node client has looked up before, beside the workload's:
-    # the harness recreates that one each round under the same name, and a
-    # node client may still hold the old one's entry (ENOENT on create).
-    fresh = Path(tempfile.mkdtemp(prefix=f"{workdir.name}.run.", dir=workdir.parent))
-    return [m / fresh.relative_to(mnt) for m in mounts]
+    up = [n for n in st["nodes"] if n["mounted"] and n["alive"] and n["namespaces"]]
+    if len(up) < nodes or not workdir.is_relative_to(mnt):
+        raise UserError(f"ior-shared: nodes={nodes} needs the target on the testbed ({mnt}) and {nodes} simulated "
+                        f"nodes (sluice testbed up --nodes {nodes}); found {len(up)}")
+    if procs % nodes:
+        raise UserError(f"ior-shared: procs={procs} cannot be shared evenly by {nodes} nodes")
+    # A directory no node has looked up before: the harness recreates the
+    # workload's own each round under the same name, and a node's client may
+    # still hold the old one's entry (ENOENT on create).
+    return Path(tempfile.mkdtemp(prefix=f"{workdir.name}.run.", dir=workdir.parent))
