@@ -160,6 +160,11 @@ def test_mpirun_across_nodes_under_sluice_gives_the_plain_bytes_and_a_report_by_
     rows = [line.split() for line in text.splitlines() if line.strip().startswith(("node1 ", "node2 "))]
     assert [r[:3] for r in rows] == [["node1", "2", "0-1"], ["node2", "2", "2-3"]]
 
+    # the Darshan export keeps the hosts (its job metadata, read back by sluice's own reader)
+    _cli("export", "--darshan", "-o", str(work / "darshan"), str(logs))
+    exported = json.loads(_cli("report", "--json", str(work / "darshan")))
+    assert [h["host"] for h in exported["hosts"]] == ["node1,node2"]
+
     # a plain mpirun -np takes the nodes' hostfile
     hostnames = subprocess.run(["mpirun", "-np", "4", "hostname"], env=cluster, capture_output=True, text=True,
                                timeout=120, cwd=work)
