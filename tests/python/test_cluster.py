@@ -396,3 +396,58 @@ def test_a_shared_file_written_from_two_nodes_in_4k_pieces_is_plains(cluster, mo
         assert f["app"]["POSIX_WRITES"] == calls and f["fs"]["POSIX_WRITES"] * 4 <= calls, f
     else:
         assert f["app"]["POSIX_WRITES"] == f["fs"]["POSIX_WRITES"] == calls, f
+
+
+def test_a_farm_over_mpirun_across_nodes_loses_a_node_and_a_rerun_finishes(cluster) -> None:
+    """mpirun --host node1:1,node2:1 sluice farm: tasks on both nodes, the
+    input copied once to each; node 2 killed whole mid-run; the journal
+    holds only whole lines (a torn last line at most) and the same command
+    again runs what was not done: the plain run's files."""
+    from sluice.farm.journal import decode
+
+    work = MNT / f"farmkill-{os.getpid()}"
+    work.mkdir()
+    n = 16
+    (work / "cells.txt").write_text("".join(f"{i}\n" for i in range(1, n + 1)))
+    (work / "forcing.bin").write_bytes(bytes(range(256)) * 64)
+    member = bin_path("ensemble_member")
+    cmd = ["mpirun", "--host", "node1:1,node2:1", sys.executable, "-m", "sluice", "farm", "-q", "--json", "s.json",
+           "--input", "forcing.bin", "--tasks", "cells.txt", "--", member, "{1}", "2", "3", "{input}", "150"]
+    first = subprocess.Popen(cmd, env=cluster, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list((work / "tasks").glob("*/member.log"))) < 4:
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read() if first.stderr else ""
+            time.sleep(0.1)
+        assert _cli("testbed", "kill", "node2").startswith("node2: killed ")
+        assert first.wait(timeout=120) != 0
+    finally:
+        first.kill()
+        first.communicate()
+    lines = []
+    for f in sorted((work / "sluice-farm.journal").glob("*.log")):
+        raw = f.read_text().splitlines()
+        decoded = [decode(l) for l in raw]
+        assert all(d is not None for d in decoded[:-1]), raw  # whole lines; the last may be cut short
+        lines += [d for d in decoded if d is not None]
+    done = [l.number for l in lines if l.outcome == "done"]
+    assert len(done) == len(set(done)) and set(done) < set(range(1, n + 1))
+
+    again = subprocess.run(cmd, env=cluster, cwd=work, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    s = json.loads((work / "s.json").read_text())
+    assert s["counts"]["done"] + s["counts"]["skipped"] == n and s["counts"]["failed"] == 0
+    assert {t["host"] for t in s["tasks"]} == {"node1", "node2"}
+    for i in range(1, n + 1):
+        ref = work / "ref" / str(i)
+        ref.mkdir(parents=True)
+        subprocess.run([member, str(i), "2", "3", str(work / "forcing.bin"), "150"], cwd=ref, check=True,
+                       capture_output=True)
+    got = {str(p.relative_to(work / "tasks")): p.read_bytes() for p in sorted((work / "tasks").rglob("*"))
+           if p.is_file()}
+    assert got == {str(p.relative_to(work / "ref")): p.read_bytes() for p in sorted((work / "ref").rglob("*"))
+                   if p.is_file()}
+    # one copy of this input on each node (other tests' inputs may be there too)
+    same = f"for f in /dev/shm/sluice-farm-0/inputs/*/forcing.bin; do cmp -s $f {work}/forcing.bin && echo $f; done"
+    for node in ("node1", "node2"):
+        assert len(_on(node, "sh", "-c", same).stdout.split()) == 1

@@ -116,6 +116,7 @@ def up(
     env = {"SLUICE_TESTBED_DELAY_US": str(delay_us)}
     if clients is not None:
         env["SLUICE_TESTBED_CLIENTS"] = str(clients)
+        env["SLUICE_TESTBED_NODE_SHARE"] = ":".join(_software_dirs())
         env["SLUICE_TESTBED_CLIENT_OPTS"] = "" if write_cache else WRITE_CACHE_OFF_OPTS
     _run_script("start.sh", [str(mnt)], env, echo)
     return mnt
@@ -205,6 +206,28 @@ def mpi_environment() -> dict[str, str]:
     if s.netns != DEFAULT_NETNS:
         env["SLUICE_TESTBED_NETNS"] = s.netns
     return env
+
+
+def _software_dirs() -> list[str]:
+    """What the nodes must see of this machine's /tmp and /var/tmp, as a
+    cluster's nodes see its shared software: the tree sluice runs from (a
+    checkout's root, with its build), the Python environment, the native
+    directory, and SLUICE_TESTBED_NODE_SHARE's own entries."""
+    import sys
+
+    here = Path(__file__).resolve().parents[1]          # .../python/sluice -> .../python
+    tree = here.parent if (here.parent / "CMakeLists.txt").exists() else here
+    dirs = [tree, Path(sys.prefix), Path(os.path.realpath(sys.prefix))]
+    if os.environ.get("SLUICE_NATIVE_DIR"):
+        dirs.append(Path(os.environ["SLUICE_NATIVE_DIR"]))
+    dirs += [Path(p) for p in os.environ.get("SLUICE_TESTBED_NODE_SHARE", "").split(":") if p]
+    out: list[str] = []
+    for d in dirs:
+        text = os.path.realpath(d)
+        if text.startswith(("/tmp/", "/var/tmp/")) and ":" not in text and text not in out:
+            out.append(text)
+    # an outer directory covers the ones inside it
+    return [d for d in out if not any(d != o and d.startswith(o + "/") for o in out)]
 
 
 def node_mounts() -> list[Path]:

@@ -276,15 +276,45 @@ node_host_up() {
     : > "$NODES_DIR/$name.mnt"
     : > "$NODES_DIR/$name.uts"
     touch "$RUN/hosts"
+    # The software the nodes run (sluice's own tree, its Python environment)
+    # is shared as on a cluster, also where it lives under /tmp or /var/tmp:
+    # those directories are held aside, then bound into the node's new /tmp
+    # and /var/tmp (SLUICE_TESTBED_NODE_SHARE, colon-separated, set by the
+    # Python side).
     nsenter "--net=/run/netns/$(node_ns "$k")" unshare "--mount=$NODES_DIR/$name.mnt" "--uts=$NODES_DIR/$name.uts" \
         --propagation slave /bin/sh -euc '
             umount -l "$1" 2> /dev/null || true
             hostname "$2"
             mount --bind "$3" /etc/hosts
-            for d in /dev/shm /tmp /var/tmp; do mount -t tmpfs -o mode=1777,nosuid,nodev "sluice-$2" "$d"; done
+            mount -t tmpfs -o mode=1777,nosuid,nodev "sluice-$2" /dev/shm
+            hold=/dev/shm/.sluice-node-share
+            i=0
+            old_ifs=$IFS
+            IFS=:
+            for p in $6; do
+                case $p in /tmp/?* | /var/tmp/?*) ;; *) continue ;; esac
+                [ -d "$p" ] || continue
+                mkdir -p "$hold/$i"
+                mount --bind "$p" "$hold/$i"
+                i=$((i + 1))
+            done
+            IFS=$old_ifs
+            for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777,nosuid,nodev "sluice-$2" "$d"; done
+            i=0
+            IFS=:
+            for p in $6; do
+                case $p in /tmp/?* | /var/tmp/?*) ;; *) continue ;; esac
+                [ -d "$hold/$i" ] || continue
+                mkdir -p "$p"
+                mount --move "$hold/$i" "$p"
+                rmdir "$hold/$i"
+                i=$((i + 1))
+            done
+            IFS=$old_ifs
+            rmdir "$hold" 2> /dev/null || true
             mkdir -p "$5"
             mount --bind "$4" "$5"
-        ' node-setup "$NODES_DIR" "$name" "$RUN/hosts" "$mnt" "$MNT" 9>&- ||
+        ' node-setup "$NODES_DIR" "$name" "$RUN/hosts" "$mnt" "$MNT" "${SLUICE_TESTBED_NODE_SHARE:-}" 9>&- ||
         die "could not set up node $k's namespaces"
     echo "$name" > "$RUN/node$k.uts"
     ip -n "$(node_ns "$k")" route replace 10.214.0.0/16 via "$(node_addr "$k" 1)" dev pfs
