@@ -215,7 +215,7 @@ def _software_dirs() -> list[str]:
     directory, and SLUICE_TESTBED_NODE_SHARE's own entries."""
     import sys
 
-    here = Path(__file__).resolve().parents[1]          # .../python/sluice -> .../python
+    here = Path(__file__).resolve().parents[2]          # .../python/sluice/testbed/__init__.py -> .../python
     tree = here.parent if (here.parent / "CMakeLists.txt").exists() else here
     dirs = [tree, Path(sys.prefix), Path(os.path.realpath(sys.prefix))]
     if os.environ.get("SLUICE_NATIVE_DIR"):
