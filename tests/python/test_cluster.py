@@ -451,3 +451,29 @@ def test_a_farm_over_mpirun_across_nodes_loses_a_node_and_a_rerun_finishes(clust
     same = f"for f in /dev/shm/sluice-farm-0/inputs/*/forcing.bin; do cmp -s $f {work}/forcing.bin && echo $f; done"
     for node in ("node1", "node2"):
         assert len(_on(node, "sh", "-c", same).stdout.split()) == 1
+
+
+def test_down_cleans_up_nodes_whose_clients_crashed(cluster) -> None:
+    """The nodes' clients SIGKILLed (their FUSE mounts left dangling) and a
+    process left on a node: `down` still leaves nothing behind."""
+    import signal
+
+    st = testbed.status()
+    stray = subprocess.Popen([sys.executable, "-m", "sluice", "testbed", "exec", "node2", "--", "sleep", "600"],
+                             env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while len(subprocess.run(["ip", "netns", "pids", f"{NETNS}-n2"], capture_output=True,
+                                 text=True).stdout.split()) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        for n in st["nodes"]:
+            os.kill(n["pid"], signal.SIGKILL)
+        testbed.down()
+        _assert_no_nodes_left()
+        assert stray.wait(timeout=30) != 0
+    finally:
+        stray.kill()
+        stray.wait()
+    _cli("testbed", "up", "--nodes", "2")
+    assert _on("node2", "hostname").stdout == "node2\n"

@@ -272,6 +272,10 @@ def test_files_by_use_directories_mounts_and_time_per_module(job4):
     rw = {"files": 2 * NPROC, **{f"{s}_bytes_read": 8362 * NPROC for s in ("app", "fs")},
           **{f"{s}_bytes_written": 4181 * NPROC for s in ("app", "fs")}}
     none = {"files": 0, **{f"{s}_bytes_{k}": 0 for s in ("app", "fs") for k in ("read", "written")}}
+    # one host: its row is the whole job's bytes
+    assert [{k: v for k, v in h.items() if not k.endswith("_ops")} for h in j["hosts"]] == [
+        {"host": socket.gethostname(), "processes": NPROC, "ranks": [],
+         **{k: v for k, v in rw.items() if k != "files"}}]
     assert j["file_access"] == {"read-only": none, "write-only": none, "read-write": rw,
                                 "neither": {**none, "files": 3 * NPROC}}
     # operations of each side (stdio's fs side is the calls the C library made)

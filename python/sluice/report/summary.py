@@ -276,16 +276,23 @@ def host_rows(job: Job) -> list[dict]:
     its processes (a log shared by all ranks counts on rank 0's host)."""
     hosts = sorted({l.info.get("host", "") for l in job.logs}, key=natural_key)
     index = {h: i for i, h in enumerate(hosts)}
-    tables = merge_tables(job.logs, None, lambda l, _path: index[l.info.get("host", "")], zero_counters(job.logs),
-                          nrows=len(hosts))
+    if len(hosts) == 1:
+        # one host: its row is the job's totals (no second pass over the records)
+        def column(side: str, name: str) -> np.ndarray:
+            return np.array([float(getattr(job, side).get(name, 0))])
+    else:
+        tables = merge_tables(job.logs, None, lambda l, _path: index[l.info.get("host", "")],
+                              zero_counters(job.logs), nrows=len(hosts))
+
+        def column(side: str, name: str) -> np.ndarray:
+            return tables[side].column(name)
     moved = {side: {kind: np.zeros(len(hosts)) for kind in ("READ", "WRITTEN")} for side in SIDES}
     ops = {side: np.zeros(len(hosts)) for side in SIDES}
     for side in SIDES:
-        t = tables[side]
         for kind in ("READ", "WRITTEN"):
-            moved[side][kind] = (np.maximum(t.column(f"POSIX_BYTES_{kind}"), t.column(f"MPIIO_BYTES_{kind}"))
-                                 + t.column(f"STDIO_BYTES_{kind}"))
-        ops[side] = sum((t.column(k) for k in OP_COUNTERS), np.zeros(len(hosts)))
+            moved[side][kind] = (np.maximum(column(side, f"POSIX_BYTES_{kind}"), column(side, f"MPIIO_BYTES_{kind}"))
+                                 + column(side, f"STDIO_BYTES_{kind}"))
+        ops[side] = sum((column(side, k) for k in OP_COUNTERS), np.zeros(len(hosts)))
     rows = []
     for i, h in enumerate(hosts):
         mine = [l for l in job.logs if l.info.get("host", "") == h and SHARED not in l.info]
