@@ -79,6 +79,17 @@ def _mounts_at(mnt: Path) -> list[str]:
     return [f.split()[2] for f in lines if f.split()[1] == str(mnt)]
 
 
+def _kill_node_when(node: str, job: subprocess.Popen, ready, timeout: float = 120) -> None:
+    """Once ready() holds (the job still running), `sluice testbed kill
+    NODE`; the job then ends with an error."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert job.poll() is None and time.monotonic() < deadline, "the job ended, or never got that far"
+        time.sleep(0.1)
+    assert _cli("testbed", "kill", node).startswith(f"{node}: killed ")
+    assert job.wait(timeout=120) != 0
+
+
 def _assert_no_nodes_left() -> None:
     for k in (1, 2, 3):
         assert not Path(f"/run/netns/{NETNS}-n{k}").exists()
@@ -340,12 +351,8 @@ def test_a_node_killed_mid_job_loses_nothing_once_its_epilog_ran(cluster) -> Non
                             "sh", "-c", script], cwd=work, env=python_env(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while _on("node1", "ls", "/dev/shm/sluice-stage-0/journal", check=False).stdout.count("\n") < 201:
-            assert time.monotonic() < deadline, "the job never staged its files"
-            time.sleep(0.2)
-        assert _cli("testbed", "kill", "node1").startswith("node1: killed ")
-        assert job.wait(timeout=30) != 0
+        _kill_node_when("node1", job, lambda: _on("node1", "ls", "/dev/shm/sluice-stage-0/journal",
+                                                  check=False).stdout.count("\n") >= 201)
     finally:
         job.kill()
         job.wait()
@@ -415,12 +422,7 @@ def test_a_farm_over_mpirun_across_nodes_loses_a_node_and_a_rerun_finishes(clust
            "--input", "forcing.bin", "--tasks", "cells.txt", "--", member, "{1}", "2", "3", "{input}", "150"]
     first = subprocess.Popen(cmd, env=cluster, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while len(list((work / "tasks").glob("*/member.log"))) < 4:
-            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read() if first.stderr else ""
-            time.sleep(0.1)
-        assert _cli("testbed", "kill", "node2").startswith("node2: killed ")
-        assert first.wait(timeout=120) != 0
+        _kill_node_when("node2", first, lambda: len(list((work / "tasks").glob("*/member.log"))) >= 4)
     finally:
         first.kill()
         first.communicate()

@@ -172,6 +172,9 @@ node_client_alive() {   # node_client_alive K MOUNTPOINT
 # node_down K: unmount node K, stop its client, delete its namespace
 node_down() {
     local k=$1 mnt pats pid
+    # the node's own namespaces first: its mount namespace holds the client's
+    # mount too, and while it does, unmounting it here does not end the client
+    node_host_down "$k"
     mnt=$(cat "$RUN/node$k.mountpoint" 2> /dev/null || true)
     if [ -n "$mnt" ]; then
         if is_mounted "$mnt"; then
@@ -184,7 +187,6 @@ node_down() {
         fi
     fi
     rm -f "$RUN/mfsmount-node$k.pid" "$RUN/node$k.mountpoint" "$RUN/node$k.opts"
-    node_host_down "$k"
     if [ -s "$RUN/node$k.netns" ]; then
         local ns
         ns=$(< "$RUN/node$k.netns")
