@@ -358,7 +358,10 @@ static int shell_script_is_launcher(void)
         return 0;
     cmd[n] = '\0';
     size_t first = strlen(cmd) + 1;
-    return first < (size_t)n && cmd[first] != '-' && is_launcher_name(base_name(cmd + first));
+    /* (a script matches by its whole name: ssh.sh or mpirun.py is a program's own) */
+    const char *script = base_name(cmd + first);
+    return first < (size_t)n && cmd[first] != '-' && is_launcher_name(script) &&
+           (strchr(script, '.') == NULL || strcmp(script, "node-rsh.sh") == 0);
 }
 
 /* `sluice run -- mpirun ...`: the launcher and its daemons carry the

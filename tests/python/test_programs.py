@@ -253,3 +253,17 @@ def test_mpi_mpirun_inside_sluice(workdir, logdir):
     # mpirun records nothing under --path, so it leaves no log
     assert r["processes"] == 4
     _check_mpi_report(r, workdir)
+
+
+def test_a_launch_agent_script_is_not_profiled_but_a_script_named_like_one_is(tmp_path):
+    """Under `sluice run -- mpirun`, a shell running the agent that carries
+    the ranks to a node (rsh, ssh, the testbed's node-rsh.sh) is the launch
+    path, not the job; a program's own script called ssh.sh is the job."""
+    for name, logs in (("rsh", 0), ("node-rsh.sh", 0), ("ssh.sh", 1)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / name).write_text(f"echo data > {d}/out\n")
+        sluice("run", "-q", "--log-dir", str(d / "logs"), "--", "sh", str(d / name))
+        assert (d / "out").read_text() == "data\n"
+        found = list((d / "logs").glob("*.sluice")) if (d / "logs").exists() else []
+        assert len(found) == logs, (name, found)
