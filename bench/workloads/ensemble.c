@@ -38,6 +38,8 @@ static void usage(FILE *out)
         "\n"
         "  --dir DIR           working directory (created if missing; required)\n"
         "  --procs N           instances run at the same time, one process each (default 4)\n"
+        "  --first N           number of the first instance (default 0): a node of a\n"
+        "                      cluster runs instances N to N + procs - 1 of the ensemble\n"
         "  --files N           output files per instance (default 200)\n"
         "  --steps N           steps; each appends one record to every output file (default 5)\n"
         "  --record-min BYTES  smallest record (default 100)\n"
@@ -56,7 +58,7 @@ static void usage(FILE *out)
 
 struct opts {
     const char *dir;
-    uint64_t procs, files, steps, rmin, rmax, inputs, input_size, read_size, seed;
+    uint64_t procs, first, files, steps, rmin, rmax, inputs, input_size, read_size, seed;
 };
 
 /* Per-instance counters, in shared memory so the parent can add them up. */
@@ -117,7 +119,7 @@ static int instance(int rank, void *arg)
     char path[PATH_MAX];
     char *rec = malloc(o->rmax);
     char *in = malloc(o->read_size ? o->read_size : 1);
-    uint64_t p = (uint64_t)rank;
+    uint64_t p = o->first + (uint64_t)rank;
 
     if (rec == NULL || in == NULL)
         goto fail;
@@ -193,6 +195,7 @@ int main(int argc, char **argv)
     const struct bench_option options[] = {
         BENCH_OPT_REQUIRED("dir", &o.dir),
         BENCH_OPT_COUNT("procs", &o.procs),
+        BENCH_OPT_COUNT("first", &o.first),
         BENCH_OPT_COUNT("files", &o.files),
         BENCH_OPT_COUNT("steps", &o.steps),
         BENCH_OPT_SIZE("record-min", &o.rmin),
@@ -215,8 +218,8 @@ int main(int argc, char **argv)
         bench_die(prog, 0, "need 1 <= --record-min <= --record-max <= 64M");
     if (o.read_size > o.input_size)
         o.read_size = o.input_size;
-    if (o.files > 9999 || o.inputs > 9999)
-        bench_die(prog, 0, "--files and --inputs must be at most 9999");
+    if (o.files > 9999 || o.inputs > 9999 || o.first + o.procs > 10000)
+        bench_die(prog, 0, "--files, --inputs and --first + --procs must be at most 9999");
 
     if (phase != BENCH_PHASE_RUN)
         setup(&o);

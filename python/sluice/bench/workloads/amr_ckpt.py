@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+from sluice.bench import nodes as bench_nodes
 from sluice.bench.variants import Variant
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload
 from sluice.errors import UserError
@@ -68,6 +71,8 @@ class AmrCkpt(Workload):
         Param("box_size", 256 << 10, "bytes per box (a multiple of 8)", "size"),
         Param("stripe", 1 << 20, "stripe size handed to MPI-IO and ACB (striping_unit)", "size"),
         Param("methods", "all", "comma-separated subset of: " + ", ".join(m for m, *_ in METHODS), "str"),
+        Param("nodes", 0, "on N of the testbed's simulated nodes (sluice testbed up --nodes N): procs/N ranks "
+              "in each node, each node through its own client; 0: all ranks here, through the target"),
     )
     metrics = _metrics()
 
@@ -77,39 +82,56 @@ class AmrCkpt(Workload):
         if not wanted:
             raise UserError(f"amr-ckpt: no method in {p['methods']!r}")
         env = dict(os.environ)
-        if os.geteuid() == 0:
+        launch = ["mpirun", "--oversubscribe", "-np", str(p["procs"])]
+        if p["nodes"]:
+            launch = bench_nodes.mpirun_hosts(p["nodes"], p["procs"], "amr-ckpt")
+            env.update(bench_nodes.mpi_environment())
+        elif os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         out: dict[str, float | None] = {}
         rows = []
         for method, prog, variant, mode in wanted:
-            target = ctx.workdir / f"{method}.ckpt"
-            argv = ["mpirun", "--oversubscribe", "-np", str(p["procs"]), ctx.native(prog), "--variant", variant,
-                    "--file", str(target), "--boxes", str(p["boxes"]), "--box-bytes", str(p["box_size"]),
-                    "--hints", f"striping_unit={p['stripe']}"]
-            logs = ctx.scratch / f"logs-{method}"
-            logs.mkdir(parents=True, exist_ok=True)
-            cmd = Variant(mode, mode, "").command(argv, logs, [ctx.workdir])
-            proc = subprocess.run(cmd, capture_output=True, text=True, env={**Variant(mode, mode, "").env(), **env},
-                                  timeout=ctx.timeout)
-            if proc.returncode != 0:
-                raise UserError(f"amr-ckpt {method} failed: {proc.stderr.strip()[-400:]}")
-            r = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-            result = json.loads(r[-1])
-            result["method"] = method
-            ctx.raw.append(result)
-            ctx.wall_seconds += result["seconds"]
-            row = self._counters(logs, target, transparent=mode == "acb")
-            key = method.replace("-", "_")
-            out[f"{key}_s"] = result["seconds"]
-            out[f"{key}_mpiio_writes"] = row["mpiio_writes"]
-            out[f"{key}_posix_writes"] = row["posix_writes"]
-            rows.append((method, result["seconds"], row))
-            target.unlink(missing_ok=True)
+            fresh = bench_nodes.fresh_dir(ctx.workdir, p["nodes"], "amr-ckpt")
+            try:
+                rows.append(self._run_one(ctx, method, prog, variant, mode, launch, env, fresh, out))
+            finally:
+                if fresh:
+                    shutil.rmtree(fresh, ignore_errors=True)
         times = {m: s for m, s, _ in rows}
         for name, a, b in RATIOS:
             out[f"ratio_{name}"] = times[a] / times[b] if a in times and b in times and times[b] > 0 else None
         print(self.table(rows, out), file=sys.stderr)
         return out
+
+    def _run_one(self, ctx: RunContext, method: str, prog: str, variant: str, mode: str, launch: list[str],
+                 env: dict[str, str], fresh: Path | None, out: dict[str, float | None]) -> tuple:
+        """One method's checkpoint; its metrics go into `out`."""
+        p = ctx.params
+        where = fresh or ctx.workdir
+        target = where / f"{method}.ckpt"
+        argv = [*launch, ctx.native(prog), "--variant", variant,
+                "--file", str(target), "--boxes", str(p["boxes"]), "--box-bytes", str(p["box_size"]),
+                "--hints", f"striping_unit={p['stripe']}"]
+        # (on the nodes the logs go where every node writes: the shared file system)
+        logs = (fresh or ctx.scratch) / f"logs-{method}"
+        logs.mkdir(parents=True, exist_ok=True)
+        cmd = Variant(mode, mode, "").command(argv, logs, [where])
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**Variant(mode, mode, "").env(), **env},
+                              timeout=ctx.timeout, cwd=where)
+        if proc.returncode != 0:
+            raise UserError(f"amr-ckpt {method} failed: {proc.stderr.strip()[-400:]}")
+        r = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        result = json.loads(r[-1])
+        result["method"] = method
+        ctx.raw.append(result)
+        ctx.wall_seconds += result["seconds"]
+        row = self._counters(logs, target, transparent=mode == "acb")
+        key = method.replace("-", "_")
+        out[f"{key}_s"] = result["seconds"]
+        out[f"{key}_mpiio_writes"] = row["mpiio_writes"]
+        out[f"{key}_posix_writes"] = row["posix_writes"]
+        target.unlink(missing_ok=True)
+        return method, result["seconds"], row
 
     @staticmethod
     def _counters(logs, target, transparent: bool) -> dict:

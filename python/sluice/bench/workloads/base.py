@@ -151,7 +151,7 @@ class RunContext:
         if proc.returncode != 0:
             tail = "; ".join(proc.stderr.strip().splitlines()[-3:]) or f"exit status {proc.returncode}"
             raise UserError(f"{' '.join(cmd[:1] + cmd[1:8])} ... failed: {tail}")
-        data = _last_json_line(proc.stdout)
+        data = last_json_line(proc.stdout)
         if data is None:
             raise UserError(f"{Path(argv[0]).name} printed no JSON result line")
         data["wall_seconds"] = wall
@@ -165,7 +165,7 @@ class RunContext:
             data["sluice_logs"] = len(logs)
             data["sluice_log_bytes"] = sum(p.stat().st_size for p in logs)
             if logs:
-                data["sluice_counters"] = _counter_totals(log_dir)
+                data["sluice_counters"] = counter_totals(log_dir)
         if timed:
             self.wall_seconds += wall
         self.raw.append(data)
@@ -180,7 +180,7 @@ _QUOTED_COUNTERS = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS",
 META_COUNTERS = ("POSIX_OPENS", "POSIX_STATS", "POSIX_RENAMES", "POSIX_UNLINKS", "POSIX_MKDIRS")
 
 
-def _counter_totals(log_dir: Path) -> dict[str, dict[str, int]]:
+def counter_totals(log_dir: Path) -> dict[str, dict[str, int]]:
     from sluice.report.model import load_job
 
     job = load_job([log_dir])
@@ -195,6 +195,14 @@ def fs_count(data: dict[str, Any], counter: str, own: str) -> float:
     return float(c["fs"][counter]) if c else float(data[own])
 
 
+def client_meta_count(data: dict[str, Any]) -> float | None:
+    """Metadata requests the file system's own clients received during one
+    program run (MooseFS's .stats: every node's client for a run on the
+    testbed's nodes), None off MooseFS."""
+    ops = data.get("client_ops")
+    return float(clientstats.meta_requests(ops)) if ops is not None else None
+
+
 def fs_meta_count(data: dict[str, Any], own_opens: str) -> float:
     """Metadata operations that reached the file system in one program run:
     sluice's fs-side counters under sluice, else the program's own opens."""
@@ -202,7 +210,7 @@ def fs_meta_count(data: dict[str, Any], own_opens: str) -> float:
     return float(sum(c["fs"][k] for k in META_COUNTERS)) if c else float(data[own_opens])
 
 
-def _last_json_line(text: str) -> dict[str, Any] | None:
+def last_json_line(text: str) -> dict[str, Any] | None:
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
         if line.startswith("{"):

@@ -19,9 +19,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from sluice.bench import nodes as bench_nodes
 from sluice.bench.variants import Variant
 from sluice.bench.workloads.base import Metric, Param, RunContext, Workload, format_size, parse_size
 from sluice.errors import UserError
@@ -118,12 +118,11 @@ class IorShared(Workload):
     def _run_one(ctx: RunContext, method: tuple, piece: int) -> dict:
         name, io, api, hints, acb = method
         p = ctx.params
-        fresh = _node_workdir(ctx.workdir, p["nodes"], p["procs"])
-        where = fresh or ctx.workdir
         launch = ["mpirun", "--oversubscribe", "-np", str(p["procs"])]
-        if fresh:
-            per = p["procs"] // p["nodes"]
-            launch = ["mpirun", "--host", ",".join(f"node{k}:{per}" for k in range(1, p["nodes"] + 1))]
+        if p["nodes"]:
+            launch = bench_nodes.mpirun_hosts(p["nodes"], p["procs"], "ior-shared")
+        fresh = bench_nodes.fresh_dir(ctx.workdir, p["nodes"], "ior-shared")
+        where = fresh or ctx.workdir
         argv = [*launch, ctx.native("sluice-bench-ior-shared"),
                 "--file", str(where / f"{name}.dat"), "--piece", str(piece), "--per-rank",
                 str(p["per_rank"]), "--api", api, "--layout", p["layout"], "--check",
@@ -136,10 +135,8 @@ class IorShared(Workload):
         logs.mkdir(parents=True, exist_ok=True)
         env = {**variant.env(), "OMPI_MCA_io": io}
         if fresh:
-            from sluice import testbed
-
-            env.update(testbed.mpi_environment())
-        if os.geteuid() == 0:
+            env.update(bench_nodes.mpi_environment())
+        elif os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         proc = subprocess.run(variant.command(argv, logs, [where]), capture_output=True, text=True, env=env,
                               timeout=ctx.timeout, cwd=where)
@@ -170,25 +167,3 @@ class IorShared(Workload):
         ratios = [out.get(f"acb_over_best_peer_{format_size(pc)}") for pc in pieces]
         lines.append(f"  {'acb / best peer':<20}" + "".join(f"{r:>9.2f}" if r else f"{'-':>9}" for r in ratios))
         return "\n".join(lines)
-
-
-def _node_workdir(workdir: Path, nodes: int, procs: int) -> Path | None:
-    """For nodes=N: a new directory beside the workload's on the testbed,
-    which every node sees at the same path through its own client (None
-    for nodes=0)."""
-    if nodes <= 0:
-        return None
-    from sluice import testbed
-
-    st = testbed.status()
-    mnt = Path(st["mountpoint"])
-    up = [n for n in st["nodes"] if n["mounted"] and n["alive"] and n["namespaces"]]
-    if len(up) < nodes or not workdir.is_relative_to(mnt):
-        raise UserError(f"ior-shared: nodes={nodes} needs the target on the testbed ({mnt}) and {nodes} simulated "
-                        f"nodes (sluice testbed up --nodes {nodes}); found {len(up)}")
-    if procs % nodes:
-        raise UserError(f"ior-shared: procs={procs} cannot be shared evenly by {nodes} nodes")
-    # A directory no node has looked up before: the harness recreates the
-    # workload's own each round under the same name, and a node's client may
-    # still hold the old one's entry (ENOENT on create).
-    return Path(tempfile.mkdtemp(prefix=f"{workdir.name}.run.", dir=workdir.parent))
