@@ -4,7 +4,8 @@
  *   1. allreduce: the byte range written by anyone, whether anyone failed,
  *      and whether every rank's data already forms large runs in one epoch
  *      (then each rank writes its own: the cost model, cost.h);
- *   2. (default aggregator count only) the number of nodes;
+ *   2. allgather of each rank's rank within its node: how many nodes, and
+ *      which ranks aggregate (one per node first, whatever the placement);
  *   3. rounds, each over one window of the file in which every aggregator
  *      owns at most buffer_size bytes (cb_buffer_size): allreduce of the
  *      next window anyone has data in, alltoall of the pieces and bytes each
@@ -27,19 +28,24 @@
 #include "acb/plan.h"
 #include "acb/rounds.h"
 
-static int count_nodes(MPI_Comm comm)
+/* Each rank's rank within its node, gathered into the order in which
+ * ranks become aggregators (plan.h); returns the number of nodes. local
+ * and scratch hold nprocs + 1 ints. Every rank calls the same collectives
+ * whatever fails on it: a rank whose node cannot be told counts as a node
+ * of its own. */
+static int node_order(MPI_Comm comm, int nprocs, int *order, int *local, int *scratch)
 {
     MPI_Comm node;
-    int64_t leader = 0, nodes = 1;
-    int node_rank = 0;
+    int mine = 0;
 
-    if (SLUICE_PMPI(Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, 0, SLUICE_MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return 1;
-    SLUICE_PMPI(Comm_rank)(node, &node_rank);
-    SLUICE_PMPI(Comm_free)(&node);
-    leader = node_rank == 0;
-    SLUICE_PMPI(Allreduce)(&leader, &nodes, 1, SLUICE_MPI_INT64, SLUICE_MPI_SUM, comm);
-    return nodes > 0 ? (int)nodes : 1;
+    if (SLUICE_PMPI(Comm_split_type)(comm, MPI_COMM_TYPE_SHARED, 0, SLUICE_MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        SLUICE_PMPI(Comm_rank)(node, &mine);
+        SLUICE_PMPI(Comm_free)(&node);
+    }
+    if (SLUICE_PMPI(Allgather)(&mine, 1, SLUICE_MPI_INT, local, 1, SLUICE_MPI_INT, comm) != MPI_SUCCESS)
+        for (int r = 0; r < nprocs; r++)
+            local[r] = 0;
+    return sluice_acb_plan_node_order(local, nprocs, order, scratch);
 }
 
 int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struct sluice_acb_hints *h,
@@ -48,7 +54,7 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     struct flush_clock clock = {0};
     struct sluice_acb_flush fl = {.p = p, .comm = comm, .h = h, .w = w, .st = st, .clock = &clock};
     int64_t local[6], global[6], rc64, rc_all, writes_before = st->writes, rounds_before = st->rounds, wanted;
-    int rc = MPI_SUCCESS, one_epoch;
+    int rc = MPI_SUCCESS, one_epoch, nodes;
 
     sluice_acb_clock_start(&clock);
     st->own = 0;
@@ -56,10 +62,11 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
     fl.counts = calloc((size_t)fl.nprocs * 4, sizeof *fl.counts);
     fl.ints = calloc((size_t)fl.nprocs * 8, sizeof *fl.ints);
     fl.types = calloc((size_t)fl.nprocs * 2, sizeof *fl.types);
+    fl.order = calloc((size_t)fl.nprocs, sizeof *fl.order);
     /* Resolving this rank's own overlaps first sends less, but a merged
      * extent has one epoch: only when all of them share it. */
     one_epoch = sluice_acb_pending_one_epoch(p);
-    if (!fl.counts || !fl.ints || !fl.types || (one_epoch && sluice_acb_pending_normalize(p) != 0))
+    if (!fl.counts || !fl.ints || !fl.types || !fl.order || (one_epoch && sluice_acb_pending_normalize(p) != 0))
         rc = MPI_ERR_NO_MEM;
     local[0] = local[1] = local[4] = local[5] = INT64_MAX;
     for (size_t i = 0; i < p->n; i++) {
@@ -90,8 +97,10 @@ int sluice_acb_exchange(struct sluice_acb_pending *p, MPI_Comm comm, const struc
         rc = sluice_acb_write_own(p, h, w, st);
         goto agree;
     }
-    fl.rd.pl = (struct sluice_acb_plan){.stripe = h->stripe_size, .nprocs = fl.nprocs};
-    wanted = h->aggregators > 0 ? 1 : count_nodes(comm) * h->per_node;
+    /* (fl.ints is free until the rounds: the gathered local ranks and the scratch) */
+    nodes = node_order(comm, fl.nprocs, fl.order, fl.ints, fl.ints + fl.nprocs + 1);
+    fl.rd.pl = (struct sluice_acb_plan){.stripe = h->stripe_size, .nprocs = fl.nprocs, .ranks = fl.order};
+    wanted = h->aggregators > 0 ? 1 : (int64_t)nodes * h->per_node;
     fl.rd.pl.naggs = sluice_acb_plan_naggs(h->aggregators, (int)(wanted < fl.nprocs ? wanted : fl.nprocs),
                                            fl.nprocs, global[0], -global[1], h->stripe_size);
     fl.rd.spr = h->buffer_size / h->stripe_size;
@@ -116,5 +125,6 @@ agree:
     free(fl.counts);
     free(fl.ints);
     free(fl.types);
+    free(fl.order);
     return (int)rc_all;
 }

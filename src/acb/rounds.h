@@ -45,6 +45,7 @@ struct sluice_acb_flush {
     int64_t *counts;               /* 4 * nprocs: sent then received (pieces, bytes) per rank */
     int *ints;                     /* 8 * nprocs */
     MPI_Datatype *types;           /* 2 * nprocs */
+    int *order;                    /* nprocs: the aggregators' ranks, in order (plan.h) */
     int64_t sent, received;
 };
 

@@ -38,6 +38,7 @@ void *sluice_pmpi_library(void);
 #define SLUICE_MPI_DATATYPE_NULL ((MPI_Datatype)sluice__pmpi.datatype_null)
 #define SLUICE_MPI_BYTE ((MPI_Datatype)sluice__pmpi.byte)
 #define SLUICE_MPI_INT64 ((MPI_Datatype)sluice__pmpi.int64)
+#define SLUICE_MPI_INT ((MPI_Datatype)sluice__pmpi.int_type)
 #define SLUICE_MPI_MIN ((MPI_Op)sluice__pmpi.op_min)
 #define SLUICE_MPI_MAX ((MPI_Op)sluice__pmpi.op_max)
 #define SLUICE_MPI_SUM ((MPI_Op)sluice__pmpi.op_sum)

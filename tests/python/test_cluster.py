@@ -405,6 +405,38 @@ def test_a_shared_file_written_from_two_nodes_in_4k_pieces_is_plains(cluster, mo
         assert f["app"]["POSIX_WRITES"] == f["fs"]["POSIX_WRITES"] == calls, f
 
 
+@pytest.mark.parametrize("map_by,hints,writers", [
+    ("slot", "", {0: "node1", 2: "node2"}),
+    ("node", "", {0: "node1", 1: "node2"}),
+    ("slot", "cb_nodes=1", {0: "node1"}),
+    ("slot", "cb_config_list=*:2", {0: "node1", 1: "node1", 2: "node2", 3: "node2"}),
+])
+def test_acb_aggregates_on_one_rank_of_each_node_unless_the_hints_say_otherwise(cluster, map_by, hints,
+                                                                                writers) -> None:
+    """acb's aggregators are the first rank of each node, whether mpirun
+    placed the ranks node by node or round-robin (--map-by node: ranks 0 and
+    2 on node 1); cb_nodes and cb_config_list change how many, as ROMIO's
+    hints do. The ranks that wrote to the file system are told apart by
+    their own logs; the file is the pattern, byte for byte."""
+    work = MNT / f"aggs-{map_by}-{len(hints)}-{os.getpid()}"
+    work.mkdir()
+    logs = work / "logs"
+    cp = subprocess.run([sys.executable, "-m", "sluice", "run", "-q", "--mode", "acb", "--log-dir", str(logs), "--",
+                         "mpirun", "--host", "node1:2,node2:2", "--map-by", map_by,
+                         str(NATIVE / "sluice-bench-ior-shared"), "--file", str(work / "f.dat"), "--piece", "4096",
+                         "--per-rank", str(1 << 20), "--api", "coll", "--layout", "shared", "--check",
+                         *(["--hints", hints] if hints else [])],
+                        env=cluster, capture_output=True, text=True, timeout=300, cwd=work)
+    assert cp.returncode == 0, cp.stderr
+    assert json.loads(cp.stdout.splitlines()[-1])["mismatches"] == 0
+    rows = json.loads(_cli("report", "--json", "--per-process", str(logs)))["per_process"]
+    fs = {r["rank"]: (r["host"], r["modules"]["MPI-IO"]["fs"]["counters"]["MPIIO_BYTES_WRITTEN"]) for r in rows}
+    assert {rank: host for rank, (host, n) in fs.items() if n} == writers, fs
+    # 4 MiB in 1 MiB stripes, dealt round-robin to the aggregators
+    assert sum(n for _, n in fs.values()) == 4 << 20
+    assert {n for _, n in fs.values() if n} == {(4 << 20) // len(writers)}
+
+
 def test_a_farm_over_mpirun_across_nodes_loses_a_node_and_a_rerun_finishes(cluster) -> None:
     """mpirun --host node1:1,node2:1 sluice farm: tasks on both nodes, the
     input copied once to each; node 2 killed whole mid-run; the journal
