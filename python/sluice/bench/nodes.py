@@ -36,7 +36,7 @@ def node_mounts(nodes: int, what: str, target: Path) -> dict[int, Path]:
     target is not on the testbed."""
     from sluice import testbed
 
-    st = testbed.status()
+    st = testbed.nodes_status()
     mnt = Path(st["mountpoint"])
     up = {n["id"]: Path(n["mountpoint"]) for n in st["nodes"] if n["mounted"] and n["alive"] and n["namespaces"]}
     if any(k not in up for k in range(1, nodes + 1)) or not target.is_relative_to(mnt):

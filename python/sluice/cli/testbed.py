@@ -24,13 +24,23 @@ FS_OPTION = click.option("--fs", type=click.Choice(["moosefs", "cephfs"]), defau
                          help="moosefs, or cephfs: a file system with per-file layouts (striping).")
 
 
-def _cephfs_up(mountpoint: Path | None, delay_us: int, verbose: bool) -> None:
+def _cephfs_up(mountpoint: Path | None, delay_us: int, nodes: int | None, verbose: bool) -> None:
     t0 = time.monotonic()
-    mnt = cephfs.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None)
+    mnt = cephfs.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None, nodes=nodes)
     st = cephfs.status()
     delay = f"delay {st['delay_us']} µs one-way" if st["delay_us"] else "no delay"
     click.echo(f"CephFS testbed up at {mnt}: monitor pid {st['mon']['pid']}, {len(st['osds'])} OSDs, "
                f"MDS pid {st['mds']['pid']}, {delay} ({time.monotonic() - t0:.1f} s)")
+    _echo_nodes(st)
+
+
+def _echo_nodes(st: dict[str, Any]) -> None:
+    for node in st["nodes"]:
+        cache = "" if node["write_cache"] else ", write cache off"
+        click.echo(f"  {node['hostname']}: {node['address']}, client pid {node['pid']}{cache}, on the host at "
+                   f"{node['mountpoint']}")
+    if st["nodes"]:
+        click.echo("  run there: sluice testbed exec node1 -- CMD; MPI across nodes: eval \"$(sluice testbed env)\"")
 
 
 def _cephfs_lines(st: dict[str, Any]) -> list[tuple[str, str]]:
@@ -45,9 +55,17 @@ def _cephfs_lines(st: dict[str, Any]) -> list[tuple[str, str]]:
         ("MDS", _proc(st["mds"])),
         ("client", _proc(st["client"])),
         ("delay", f"{st['delay_us']} µs one-way per packet" if st["delay_us"] else "none"),
+        *_node_lines(st),
         ("space", _space(st["space"])),
         ("state dir", st["state_dir"]),
     ]
+
+
+def _node_lines(st: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(n["hostname"], f"{n['address']} in {n['netns']}, client {_proc(n)}, on the host at {n['mountpoint']} "
+             f"({'mounted' if n['mounted'] else 'not mounted'})" + ("" if n["write_cache"] else ", write cache off")
+             + ("" if n["namespaces"] else ", no namespaces of its own"))
+            for n in st["nodes"]]
 
 
 @click.group(name="testbed")
@@ -91,9 +109,9 @@ def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache:
        verbose: bool) -> None:
     """Start the testbed and mount it (default /mnt/sluice-pfs, /mnt/sluice-cephfs). Idempotent."""
     if fs == "cephfs":
-        if clients is not None or write_cache != "on":
-            raise click.UsageError("--nodes and --write-cache are MooseFS options")
-        return _cephfs_up(mountpoint, delay_us, verbose)
+        if write_cache != "on":
+            raise click.UsageError("--write-cache is a MooseFS option")
+        return _cephfs_up(mountpoint, delay_us, clients, verbose)
     t0 = time.monotonic()
     mnt = testbed.up(mountpoint, delay_us=delay_us, echo=_echo_err if verbose else None, clients=clients,
                      write_cache=write_cache == "on")
@@ -104,12 +122,7 @@ def up(mountpoint: Path | None, delay_us: int, clients: int | None, write_cache:
         f"testbed up at {mnt}: master pid {st['master']['pid']}, {n} chunkservers, {delay} "
         f"({time.monotonic() - t0:.1f} s)"
     )
-    for node in st["nodes"]:
-        cache = "" if node["write_cache"] else ", write cache off"
-        click.echo(f"  {node['hostname']}: {node['address']}, client pid {node['pid']}{cache}, on the host at "
-                   f"{node['mountpoint']}")
-    if st["nodes"]:
-        click.echo("  run there: sluice testbed exec node1 -- CMD; MPI across nodes: eval \"$(sluice testbed env)\"")
+    _echo_nodes(st)
 
 
 @command.command(name="exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -150,7 +163,7 @@ def env_() -> None:
     eval "$(sluice testbed env)"; then mpirun --host node1:2,node2:2 CMD, or
     mpirun -np N CMD (the nodes' hostfile, $SLUICE_TESTBED_HOSTFILE).
     """
-    st = testbed.status()
+    st = testbed.nodes_status()
     if not any(n["namespaces"] for n in st["nodes"]):
         raise click.ClickException("no simulated nodes are up; start them with: sluice testbed up --nodes N")
     for name, value in testbed.mpi_environment().items():
@@ -199,10 +212,7 @@ def _lines(st: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("client", _proc(st["client"])),
         ("delay", f"{st['delay_us']} µs one-way per packet" if st["delay_us"] else "none"),
-        *((n["hostname"], f"{n['address']} in {n['netns']}, client {_proc(n)}, on the host at {n['mountpoint']} "
-           f"({'mounted' if n['mounted'] else 'not mounted'})" + ("" if n["write_cache"] else ", write cache off")
-           + ("" if n["namespaces"] else ", no namespaces of its own"))
-          for n in st["nodes"]),
+        *_node_lines(st),
         ("space", _space(st["space"])),
         ("state dir", st["state_dir"]),
     ]

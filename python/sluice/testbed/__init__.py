@@ -77,6 +77,14 @@ class Settings:
     def nsenter(self) -> list[str]:
         return ["nsenter", f"--net={self.netns_file}"]
 
+    # the file-system client of the simulated nodes (cephfs.Settings: ceph-fuse)
+    client_prog = "mfsmount"
+    client_fstype = "fuse.mfs"
+
+    def client_patterns(self, mnt: Path) -> list[str]:
+        """The command-line patterns of a node client mounted at mnt."""
+        return _mount_patterns(mnt)
+
 
 # ---------------------------------------------------------------- the API
 
@@ -126,6 +134,24 @@ NODE_RSH = HERE / "node-rsh.sh"
 NODES_NET = "10.214.0.0/16"
 
 
+def nodes_settings() -> Settings:
+    """The testbed whose simulated nodes are up (one set at a time: MooseFS's
+    or CephFS's), MooseFS's when neither has any."""
+    from sluice.testbed import cephfs
+
+    for s in (Settings.from_env(), cephfs.Settings.from_env()):
+        if any(n["namespaces"] for n in _nodes(s)):
+            return s
+    return Settings.from_env()
+
+
+def nodes_status() -> dict[str, Any]:
+    """The status of the testbed whose nodes are up (see nodes_settings)."""
+    from sluice.testbed import cephfs
+
+    return cephfs.status() if isinstance(nodes_settings(), cephfs.Settings) else status()
+
+
 def nodes_dir(s: Settings | None = None) -> Path:
     """Where the nodes' mount and UTS namespaces are kept (bind mounts of their files)."""
     return Path("/run/sluice-testbed") / (s or Settings.from_env()).netns
@@ -147,7 +173,7 @@ def node_command(node: str, argv: list[str], cwd: str | None = None) -> list[str
     node's /tmp, /var/tmp and /dev/shm are its own), else from $HOME."""
     k = node_number(node)
     _require_root("exec")
-    s = Settings.from_env()
+    s = nodes_settings()
     d = nodes_dir(s)
     up_nodes = [n["id"] for n in _nodes(s) if n["namespaces"]]
     if k not in up_nodes:
@@ -170,7 +196,7 @@ def kill_node(node: str) -> list[int]:
 
     _require_root("kill")
     k = node_number(node)
-    s = Settings.from_env()
+    s = nodes_settings()
     info = next((n for n in _nodes(s) if n["id"] == k and n["namespaces"]), None)
     if info is None:
         raise UserError(f"node{k} is not up")
@@ -195,7 +221,7 @@ def mpi_environment() -> dict[str, str]:
     its ranks on the nodes: Open MPI enters a node through node-rsh.sh (as it
     would log in with ssh) and talks to it over the nodes' network only; a
     plain ``mpirun -np N`` takes the nodes' hostfile."""
-    s = Settings.from_env()
+    s = nodes_settings()
     env = {
         "OMPI_MCA_plm_rsh_agent": str(NODE_RSH),
         "OMPI_MCA_oob_tcp_if_include": NODES_NET,
@@ -204,7 +230,7 @@ def mpi_environment() -> dict[str, str]:
         "SLUICE_TESTBED_HOSTFILE": str(s.run_dir / "hostfile"),
     }
     if s.netns != DEFAULT_NETNS:
-        env["SLUICE_TESTBED_NETNS"] = s.netns
+        env["SLUICE_TESTBED_NETNS"] = s.netns   # (node-rsh.sh's namespaces)
     return env
 
 
@@ -283,7 +309,7 @@ def status() -> dict[str, Any]:
 
 
 def _nodes(s: Settings) -> list[dict[str, Any]]:
-    """The node clients start.sh recorded: mount point, client, namespace, options."""
+    """The node clients the start script recorded: mount point, client, namespace, options."""
     nodes = []
     for f in sorted(s.run_dir.glob("node*.mountpoint"), key=lambda f: _read_int_text(f.name[4:-11])):
         k = _read_int_text(f.name[4:-11])
@@ -299,10 +325,10 @@ def _nodes(s: Settings) -> list[dict[str, Any]]:
             "hostname": f"node{k}",
             "namespaces": (s.run_dir / f"node{k}.uts").is_file() and (d / f"node{k}.mnt").exists(),
             "mountpoint": str(mnt),
-            "mounted": _mount_fstype(mnt) == "fuse.mfs",
+            "mounted": _mount_fstype(mnt) == s.client_fstype,
             "netns": f"{s.netns}-n{k}",
             "address": f"10.214.{k}.2",
-            **_proc_info(s.run_dir / f"mfsmount-node{k}.pid", _mount_patterns(mnt)),
+            **_proc_info(s.run_dir / f"{s.client_prog}-node{k}.pid", s.client_patterns(mnt)),
             "write_cache": WRITE_CACHE_OFF_OPTS not in extra,
         })
     return nodes

@@ -58,14 +58,22 @@ class Settings(testbed.Settings):
         """The command-line pattern cephfs-common.sh gives the daemon."""
         return [f"{daemon} -f -c {self.conf}"]
 
+    client_prog = "ceph-fuse"
+    client_fstype = FSTYPE
 
-def up(mountpoint: str | os.PathLike[str] | None = None, delay_us: int = 0, echo: Echo | None = None) -> Path:
+    def client_patterns(self, mnt: Path) -> list[str]:
+        return [f"ceph-fuse -f -c {self.conf} {mnt}"]
+
+
+def up(mountpoint: str | os.PathLike[str] | None = None, delay_us: int = 0, echo: Echo | None = None,
+       nodes: int | None = None) -> Path:
     """Start the CephFS testbed (or leave it running) and return its mount point.
 
     Without ``mountpoint`` a running testbed keeps its mount point; a stopped
     one is mounted at ``$SLUICE_CEPHFS_MOUNTPOINT`` or ``DEFAULT_MOUNTPOINT``.
     ``delay_us`` is the one-way delay added to every packet between the client
-    and the daemons (0 = none).
+    and the daemons (0 = none). ``nodes`` simulated nodes, each with a
+    ceph-fuse client of its own, as the MooseFS testbed's (None leaves them).
     """
     _require_root("up")
     if not isinstance(delay_us, int) or not 0 <= delay_us <= MAX_DELAY_US:
@@ -80,7 +88,13 @@ def up(mountpoint: str | os.PathLike[str] | None = None, delay_us: int = 0, echo
     mnt = Path(os.path.realpath(mnt))
     if any(c.isspace() for c in str(mnt)):
         raise UserError(f"the mount point must not contain white space: {str(mnt)!r}")
-    _run_script("cephfs-start.sh", [str(mnt)], {"SLUICE_TESTBED_DELAY_US": str(delay_us)}, echo)
+    if nodes is not None and (not isinstance(nodes, int) or not 0 <= nodes <= testbed.MAX_CLIENTS):
+        raise UserError(f"the number of nodes must be 0 to {testbed.MAX_CLIENTS}, not {nodes!r}")
+    env = {"SLUICE_TESTBED_DELAY_US": str(delay_us)}
+    if nodes is not None:
+        env["SLUICE_CEPHFS_NODES"] = str(nodes)
+        env["SLUICE_TESTBED_NODE_SHARE"] = ":".join(testbed._software_dirs())
+    _run_script("cephfs-start.sh", [str(mnt)], env, echo)
     return mnt
 
 
@@ -122,5 +136,6 @@ def status() -> dict[str, Any]:
         "space": _space(mnt) if mounted and client["alive"] else None,
         "state_dir": str(s.state_dir),
         "conf": str(s.conf),
+        "nodes": testbed._nodes(s),
     }
 

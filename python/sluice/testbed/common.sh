@@ -136,7 +136,11 @@ client_alive() {
     alive "$RUN/mfsmount.pid" "${pats[@]}"
 }
 # is_mounted MOUNTPOINT: a MooseFS FUSE mount is at MOUNTPOINT
-is_mounted() { grep -qF " $1 fuse.mfs " /proc/self/mounts; }
+# the client's file-system type in /proc/self/mounts, its program (the node
+# clients' PID files are $RUN/$CLIENT_PROG-nodeK.pid); cephfs-common.sh sets both
+MOUNT_TYPE=${MOUNT_TYPE:-fuse.mfs}
+CLIENT_PROG=${CLIENT_PROG:-mfsmount}
+is_mounted() { grep -qF " $1 $MOUNT_TYPE " /proc/self/mounts; }
 
 has_netns() { [ -e "$NSFILE" ]; }
 nfq_rule_del() {
@@ -151,9 +155,11 @@ nfq_rule_del() {
 # ---------------------------------------------------------------- node clients
 # Node K (1..8): network namespace $NS-nK, veth 'pfs' (10.214.K.2) there and
 # 'nodeK' (10.214.K.1) in the servers' namespace, a route to $ADDR through it;
-# its client's PID file is $RUN/mfsmount-nodeK.pid, its mount point is
-# recorded in $RUN/nodeK.mountpoint, its options in $RUN/nodeK.opts.
+# its client's PID file is $RUN/$CLIENT_PROG-nodeK.pid, its mount point is
+# recorded in $RUN/nodeK.mountpoint, its options in $RUN/nodeK.opts. Each
+# start script defines node_up K (its own client); nodes_apply does the rest.
 node_ns() { echo "$NS-n$1"; }
+node_client_pidfile() { echo "$RUN/$CLIENT_PROG-node$1.pid"; }
 node_addr() { echo "10.214.$1.$2"; }
 # node_numbers: the nodes that have any state (PID file, mount point, namespace)
 node_numbers() {
@@ -167,7 +173,38 @@ node_numbers() {
 node_client_alive() {   # node_client_alive K MOUNTPOINT
     local pats
     mapfile -t pats < <(mount_pats "$2")
-    alive "$RUN/mfsmount-node$1.pid" "${pats[@]}"
+    alive "$(node_client_pidfile "$1")" "${pats[@]}"
+}
+# node_net_up K: node K's network namespace and its link to the servers'
+node_net_up() {
+    local k=$1 ns
+    ns=$(node_ns "$k")
+    if [ ! -e "/run/netns/$ns" ]; then
+        ip netns add "$ns"
+        log "created network namespace $ns"
+    fi
+    echo "$ns" > "$RUN/node$k.netns"
+    ip -n "$ns" link set lo up
+    if ! ip -n "$ns" link show pfs > /dev/null 2>&1; then
+        ip -n "$NS" link del "node$k" 2> /dev/null || true
+        ip -n "$ns" link add pfs type veth peer name "node$k" netns "$NS"
+    fi
+    ip -n "$ns" addr replace "$(node_addr "$k" 2)/30" dev pfs
+    ip -n "$NS" addr replace "$(node_addr "$k" 1)/30" dev "node$k"
+    ip -n "$ns" link set pfs up
+    ip -n "$NS" link set "node$k" up
+    ip -n "$ns" route replace "$ADDR/32" via "$(node_addr "$k" 1)" dev pfs
+}
+# node_mountpoint MOUNTPOINT: an empty directory to mount a node client on
+# (a stale mount of ours there detached)
+node_mountpoint() {
+    if is_mounted "$1"; then
+        log "stale FUSE mount at $1: detaching it"
+        umount -l "$1" 2> /dev/null || true
+    fi
+    mkdir -p "$1"
+    mountpoint -q "$1" && die "$1 is a mount point already, and not ours"
+    return 0
 }
 # node_down K: unmount node K, stop its client, delete its namespace
 node_down() {
@@ -182,11 +219,11 @@ node_down() {
             log "unmounted $mnt"
         fi
         mapfile -t pats < <(mount_pats "$mnt")
-        if pid=$(term_pidfile "$RUN/mfsmount-node$k.pid" "${pats[@]}"); then
-            wait_gone "$pid" "$RUN/mfsmount-node$k.pid" "node $k client" 30
+        if pid=$(term_pidfile "$(node_client_pidfile "$k")" "${pats[@]}"); then
+            wait_gone "$pid" "$(node_client_pidfile "$k")" "node $k client" 30
         fi
     fi
-    rm -f "$RUN/mfsmount-node$k.pid" "$RUN/node$k.mountpoint" "$RUN/node$k.opts"
+    rm -f "$(node_client_pidfile "$k")" "$RUN/node$k.mountpoint" "$RUN/node$k.opts"
     if [ -s "$RUN/node$k.netns" ]; then
         local ns
         ns=$(< "$RUN/node$k.netns")
@@ -321,6 +358,39 @@ node_host_up() {
     echo "$name" > "$RUN/node$k.uts"
     ip -n "$(node_ns "$k")" route replace 10.214.0.0/16 via "$(node_addr "$k" 1)" dev pfs
 }
+# node_host_ready K: node K's namespaces exist and see its client at $MNT
+node_host_ready() {
+    local name
+    name=$(node_name "$1")
+    [ -s "$RUN/node$1.uts" ] && [ -e "$NODES_DIR/$name.mnt" ] &&
+        nsenter "--mount=$NODES_DIR/$name.mnt" "--uts=$NODES_DIR/$name.uts" /bin/sh -c \
+            '[ "$(hostname)" = "$1" ] && grep -qF " $2 $3 " /proc/self/mounts' - "$name" "$MNT" "$MOUNT_TYPE" 9>&- \
+            2> /dev/null
+}
+# nodes_apply N: nodes 1..N up (node_up K, then their namespaces), the
+# others down, the host's link and the names; with N empty nothing changes
+nodes_apply() {
+    local n=$1 k before
+    [ -n "$n" ] || return 0
+    if [ "$n" -gt 0 ] && ip link show "$HOST_LINK" > /dev/null 2>&1 && ! ip -n "$NS" link show host > /dev/null 2>&1; then
+        die "the nodes of another testbed are up (the host's link $HOST_LINK leads elsewhere); take them down first"
+    fi
+    for k in $(node_numbers); do
+        [ "$k" -le "$n" ] || node_down "$k"
+    done
+    for k in $(seq 1 "$n"); do
+        # a node whose client was (re)mounted gets new namespaces: the old ones
+        # still show the old mount
+        before=$(cat "$(node_client_pidfile "$k")" 2> /dev/null || true)
+        node_up "$k"
+        if [ "$before" != "$(< "$(node_client_pidfile "$k")")" ] || ! node_host_ready "$k"; then
+            node_host_up "$k" "$MNT-node$k"
+            log "node $k: hostname $(node_name "$k"), its own /dev/shm, /tmp and /var/tmp, its client at $MNT"
+        fi
+    done
+    if [ "$n" -gt 0 ]; then host_link_up; else host_link_down; fi
+    hosts_write
+}
 # node_host_down K: end node K's processes and namespaces
 node_host_down() {
     local k=$1 name ns pids
@@ -328,7 +398,7 @@ node_host_down() {
     if [ -e "/run/netns/$ns" ]; then
         # whatever still runs on the node (a job's ranks, a daemon) ends with it
         local client
-        client=$(cat "$RUN/mfsmount-node$k.pid" 2> /dev/null || true)
+        client=$(cat "$(node_client_pidfile "$k")" 2> /dev/null || true)
         pids=$(ip netns pids "$ns" 2> /dev/null | grep -vxF "${client:-none}" | tr '\n' ' ' || true)
         if [ -n "${pids// /}" ]; then
             # shellcheck disable=SC2086  # a list of PIDs

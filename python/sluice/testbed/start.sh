@@ -154,9 +154,9 @@ echo "$MNT" > "$RUN/mountpoint"
 # A node client whose options changed is mounted again; nodes beyond
 # $CLIENTS are taken down; with $CLIENTS unset nothing changes.
 node_up() {   # node_up K
-    local k=$1 ns mnt nsfile opts
-    ns=$(node_ns "$k") mnt=$MNT-node$k nsfile=/run/netns/$(node_ns "$k")
+    local k=$1 mnt=$MNT-node$k opts pidf
     opts="mfsmaster=$ADDR,mfsport=9421,subtype=mfs${COPTS:+,$COPTS}"
+    pidf=$(node_client_pidfile "$k")
     if [ -s "$RUN/node$k.mountpoint" ] && node_client_alive "$k" "$(< "$RUN/node$k.mountpoint")"; then
         if [ "$(< "$RUN/node$k.mountpoint")" = "$mnt" ] && [ "$(cat "$RUN/node$k.opts" 2> /dev/null)" = "$opts" ] &&
             is_mounted "$mnt"; then
@@ -166,62 +166,16 @@ node_up() {   # node_up K
         log "node $k: mounted with other options or elsewhere: mounting it again"
     fi
     node_down "$k"
-    if [ ! -e "$nsfile" ]; then
-        ip netns add "$ns"
-        log "created network namespace $ns"
-    fi
-    echo "$ns" > "$RUN/node$k.netns"
-    ip -n "$ns" link set lo up
-    if ! ip -n "$ns" link show pfs > /dev/null 2>&1; then
-        ip -n "$NS" link del "node$k" 2> /dev/null || true
-        ip -n "$ns" link add pfs type veth peer name "node$k" netns "$NS"
-    fi
-    ip -n "$ns" addr replace "$(node_addr "$k" 2)/30" dev pfs
-    ip -n "$NS" addr replace "$(node_addr "$k" 1)/30" dev "node$k"
-    ip -n "$ns" link set pfs up
-    ip -n "$NS" link set "node$k" up
-    ip -n "$ns" route replace "$ADDR/32" via "$(node_addr "$k" 1)" dev pfs
-    if is_mounted "$mnt"; then
-        log "stale FUSE mount at $mnt: detaching it"
-        umount -l "$mnt" 2> /dev/null || true
-    fi
-    mkdir -p "$mnt"
-    mountpoint -q "$mnt" && die "$mnt is a mount point already, and not ours"
+    node_net_up "$k"
+    node_mountpoint "$mnt"
     echo "$mnt" > "$RUN/node$k.mountpoint"
     echo "$opts" > "$RUN/node$k.opts"
-    spawn_in "$nsfile" "$RUN/mfsmount-node$k.pid" "$STATE/log/mfsmount-node$k.log" mfsmount -f "$mnt" -o "$opts"
-    node_settled() { is_mounted "$mnt" || exited "$RUN/mfsmount-node$k.pid"; }
+    spawn_in "/run/netns/$(node_ns "$k")" "$pidf" "$STATE/log/mfsmount-node$k.log" mfsmount -f "$mnt" -o "$opts"
+    node_settled() { is_mounted "$mnt" || exited "$pidf"; }
     wait_for 30 "the mount at $mnt" node_settled
     is_mounted "$mnt" || die "mfsmount of node $k exited, see $STATE/log/mfsmount-node$k.log"
     wait_for 30 "the space of $mnt" has_space "$mnt"
-    log "node $k: client pid $(< "$RUN/mfsmount-node$k.pid") in namespace $ns ($(node_addr "$k" 2)), mounted at $mnt"
+    log "node $k: client pid $(< "$pidf") in namespace $(node_ns "$k") ($(node_addr "$k" 2)), mounted at $mnt"
 }
-# node_host_ready K: node K's namespaces exist and see its client at $MNT
-node_host_ready() {
-    local name
-    name=$(node_name "$1")
-    [ -s "$RUN/node$1.uts" ] && [ -e "$NODES_DIR/$name.mnt" ] &&
-        nsenter "--mount=$NODES_DIR/$name.mnt" "--uts=$NODES_DIR/$name.uts" /bin/sh -c \
-            '[ "$(hostname)" = "$1" ] && grep -qF " $2 fuse.mfs " /proc/self/mounts' - "$name" "$MNT" 9>&- 2> /dev/null
-}
-if [ -n "$CLIENTS" ]; then
-    if [ "$CLIENTS" -gt 0 ] && ip link show "$HOST_LINK" > /dev/null 2>&1 && ! ip -n "$NS" link show host > /dev/null 2>&1; then
-        die "the nodes of another testbed are up (the host's link $HOST_LINK leads elsewhere); take them down first"
-    fi
-    for k in $(node_numbers); do
-        [ "$k" -le "$CLIENTS" ] || node_down "$k"
-    done
-    for k in $(seq 1 "$CLIENTS"); do
-        # a node whose client was (re)mounted gets new namespaces: the old ones
-        # still show the old mount
-        before=$(cat "$RUN/mfsmount-node$k.pid" 2> /dev/null || true)
-        node_up "$k"
-        if [ "$before" != "$(< "$RUN/mfsmount-node$k.pid")" ] || ! node_host_ready "$k"; then
-            node_host_up "$k" "$MNT-node$k"
-            log "node $k: hostname $(node_name "$k"), its own /dev/shm, /tmp and /var/tmp, its client at $MNT"
-        fi
-    done
-    if [ "$CLIENTS" -gt 0 ]; then host_link_up; else host_link_down; fi
-    hosts_write
-fi
+nodes_apply "$CLIENTS"
 log "up: master $ADDR:9421 in namespace $NS, $NCS chunkservers, mounted at $MNT"
