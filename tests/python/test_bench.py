@@ -399,6 +399,42 @@ def test_ensemble_bytes_and_layout(native_dir: Path, tmp_path: Path) -> None:
     assert other["bytes_written"] != r["bytes_written"]
 
 
+def test_ensemble_split_over_nodes_writes_the_same_members(native_dir: Path, tmp_path: Path) -> None:
+    """--first: the instances 2-3 of a node's share and 0-1 of another's
+    leave the files one run of all four does (each member's records depend
+    on its number only)."""
+    def tree(d: Path, *runs: tuple[int, int]) -> dict[str, bytes]:
+        common = [prog(native_dir, "ensemble"), "--dir", str(d), "--files", "3", "--steps", "2", "--inputs", "1",
+                  "--input-size", "4K", "--seed", "5"]
+        run_json([*common, "--procs", "4", "--phase", "setup"])
+        for procs, first in runs:
+            run_json([*common, "--procs", str(procs), "--first", str(first), "--phase", "run"])
+        return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.glob("member.*/out.*"))}
+
+    whole = tree(tmp_path / "one", (4, 0))
+    assert len(whole) == 12 and "member.0003/out.0002" in whole
+    assert tree(tmp_path / "two", (2, 2), (2, 0)) == whole
+    bad = subprocess.run([prog(native_dir, "ensemble"), "--dir", str(tmp_path / "x"), "--procs", "2", "--first",
+                          "9999"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--first + --procs must be at most 9999" in bad.stderr
+
+
+def test_nodes_merge_adds_counts_and_takes_the_longest_time() -> None:
+    """One job's line from each node's: counts added, times the slowest
+    node's, each node's client requests kept and added up."""
+    from sluice.bench.nodes import busiest_client_meta, merge
+
+    lines = [{"workload": "w", "writes": 3, "seconds": 1.5, "io_seconds": 1.0, "node": "node1",
+              "client_ops": {"create": 4, "write": 3}, "client_meta": 4},
+             {"workload": "w", "writes": 5, "seconds": 0.5, "io_seconds": 2.0, "node": "node2",
+              "client_ops": {"create": 6}, "client_meta": 6}]
+    m = merge(lines)
+    assert (m["workload"], m["writes"], m["seconds"], m["io_seconds"]) == ("w", 8, 1.5, 2.0)
+    assert m["client_ops"] == {"create": 10, "write": 3}
+    assert [n["node"] for n in m["nodes"]] == ["node1", "node2"]
+    assert busiest_client_meta(m) == 6.0 and busiest_client_meta({"writes": 1}) is None
+
+
 def test_fpp_netcdf_files(native_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "fpp"
     nx, ny, nz, nv, nt, procs = 12, 10, 3, 2, 3, 3

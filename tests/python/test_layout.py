@@ -175,6 +175,46 @@ def test_shared_mpi_file_many_stripes(cdir, logdir):
 
 
 @pytest.mark.cephfs
+def test_simulated_nodes_on_cephfs_share_one_striped_mpi_file(cdir, logdir):
+    """`sluice testbed up --fs cephfs --nodes 2`: each node its own hostname
+    and ceph-fuse client at the same path, so what node 1 wrote node 2 reads
+    through its own client; an MPI-IO file written by ranks on both nodes
+    under --mode auto gets its layout once, at create, and the pattern's
+    bytes; `--nodes 0` leaves no node behind."""
+    from sluice import testbed
+    from sluice.testbed import cephfs
+
+    if subprocess.run(["ip", "link", "show", "sluice-nodes"], capture_output=True).returncode == 0:
+        pytest.fail("the nodes of another testbed are up (sluice testbed down first): one set of nodes at a time")
+    netns = cephfs.Settings.from_env().netns
+    try:
+        sluice("testbed", "up", "--fs", "cephfs", "--nodes", "2")
+        nodes = cephfs.status()["nodes"]
+        assert [(n["hostname"], n["mounted"], n["alive"], n["namespaces"]) for n in nodes] == [
+            ("node1", True, True, True), ("node2", True, True, True)]
+        assert testbed.nodes_settings().netns == netns
+        sluice("testbed", "exec", "node1", "--", "sh", "-c", f"hostname > {cdir}/written-on")
+        assert sluice("testbed", "exec", "node2", "--", "cat", f"{cdir}/written-on").stdout == "node1\n"
+        f = cdir / "shared.dat"
+        env = {**testbed.mpi_environment(), "OMPI_MCA_io": "romio321", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        out = sluice("run", "--mode", "auto", "--acb-stripe-size", "512K", "--log-dir", str(logdir), "--",
+                     "mpirun", "--host", "node1:2,node2:2", str(NATIVE / "sluice-bench-ior-shared"),
+                     "--file", str(f), "--piece", str(64 << 10), "--per-rank", str(4 * MiB), "--layout", "shared",
+                     "--check", env=env, cwd=cdir).stdout
+        assert '"mismatches":0' in out
+        assert ceph_layout(f) == "stripe_unit=524288 stripe_count=4 object_size=2097152 pool=cephfs_data"
+        assert f.stat().st_size == 16 * MiB
+        assert [h["host"] for h in report_json(logdir)["hosts"]] == ["node1", "node2"]
+        assert layout_counters(logdir, f)["POSIX_LAYOUT_SETS"] == 1
+    finally:
+        sluice("testbed", "up", "--fs", "cephfs", "--nodes", "0")
+    assert cephfs.status()["nodes"] == []
+    assert not Path(f"/run/netns/{netns}-n1").exists() and not Path(f"/run/netns/{netns}-n2").exists()
+    assert subprocess.run(["ip", "link", "show", "sluice-nodes"], capture_output=True).returncode != 0
+
+
+@pytest.mark.cephfs
 def test_file_layouts_recorded(cdir, logdir, tmp_path):
     """Whatever set them, every file's layout is in its record as CephFS
     gives it at open (profile, buffer and stage mode), the same for the
