@@ -180,13 +180,11 @@ static int mode_is_acb(const char *abs_path)
     return m == SLUICE_MODE_ACB || m == SLUICE_MODE_AUTO;
 }
 
-/* The cost model's unit for a file: the file system's preferred I/O size
- * (st_blksize: the stripe on Lustre, the 64 KiB block on MooseFS), at least
- * SLUICE_ACB_DEFAULT_DIRECT; on a synchronous mount, where each write makes
- * its own round trip to the servers before it returns, at least one stripe
- * (SLUICE_ACB_STRIPE_SIZE), as on Lustre. The MPI_Info hint
- * sluice_acb_direct_size overrides it. */
-static int64_t direct_unit(const char *abs_path, int64_t stripe)
+/* The file system's preferred I/O size (st_blksize: the stripe on Lustre,
+ * the 64 KiB block on MooseFS), at least SLUICE_ACB_DEFAULT_DIRECT: the cost
+ * model's unit on one client. *sync: the mount is synchronous (each write
+ * makes its own round trip to the servers before it returns). */
+static int64_t block_unit(const char *abs_path, int *sync)
 {
     struct stat sb;
     struct statvfs vfs;
@@ -194,11 +192,29 @@ static int64_t direct_unit(const char *abs_path, int64_t stripe)
 
     if (SLUICE_REAL(stat)(abs_path, &sb) == 0 && sb.st_blksize > unit)
         unit = sb.st_blksize;
-    if (stripe <= 0)
-        stripe = SLUICE_ACB_DEFAULT_STRIPE;
-    if (statvfs(abs_path, &vfs) == 0 && (vfs.f_flag & ST_SYNCHRONOUS) && unit < stripe)
-        unit = stripe;
+    *sync = statvfs(abs_path, &vfs) == 0 && (vfs.f_flag & ST_SYNCHRONOUS);
     return unit;
+}
+
+/* The unit across clients: pieces below a stripe written into one stripe
+ * from several clients make its lock change hands (Lustre's extent locks,
+ * MooseFS's chunk lock), which aggregation avoids, but across nodes the
+ * exchange moves the same bytes over the network once more: it pays while
+ * a write's fixed cost outweighs its bytes, up to SHARED_UNIT_BLOCKS blocks
+ * and never past the stripe. On Lustre, whose block is the stripe, that is
+ * the stripe; on the testbed's MooseFS (64 KiB blocks) 256 KiB, where 64 KiB
+ * pieces gained 1.35-1.54x from aggregation across 2 and 4 nodes and
+ * 256 KiB ones lost (docs/benchmarks.md, "Ranks inside 2 and 4 simulated
+ * nodes"). */
+#define SHARED_UNIT_BLOCKS 4
+
+static int64_t shared_unit(int64_t block, int64_t stripe)
+{
+    int64_t unit = SHARED_UNIT_BLOCKS * block;
+
+    if (unit > stripe)
+        unit = stripe;
+    return unit > block ? unit : block;
 }
 
 /* Whether the ranks of comm reach the file through more than one file
@@ -700,18 +716,23 @@ SLUICE_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, 
     f->direct_ok = 1;   /* nothing is pending yet */
     if (acb_wanted(rec->path, amode)) {
         /* Every rank decides alike (same mode, same amode), so the flushes match. */
-        int64_t unit = direct_unit(rec->path, sluice_cfg.acb_stripe_size);
+        int sync;
+        int64_t block = block_unit(rec->path, &sync), stripe = sluice_cfg.acb_stripe_size, unit;
+        if (stripe <= 0)
+            stripe = SLUICE_ACB_DEFAULT_STRIPE;
+        /* on a synchronous mount each write below a stripe is charged a round
+         * trip of its own, as on Lustre a whole RPC: the unit is the stripe */
+        unit = sync && block < stripe ? stripe : block;
         f->hints = (struct sluice_acb_hints){.aggregators = sluice_cfg.acb_aggregators,
                                              .stripe_size = sluice_cfg.acb_stripe_size,
                                              .write_size = sluice_cfg.acb_write_size,
                                              .max_memory = sluice_cfg.acb_max_memory,
                                              .direct_size = unit};
         sluice_acb_hints_apply(&f->hints, info);
-        /* the cost model's unit across clients is the stripe (unless the
-         * program set sluice_acb_direct_size itself) */
-        if (nprocs > 1 && several_clients(comm, rec->path) && f->hints.direct_size == unit &&
-            unit < f->hints.stripe_size)
-            f->hints.direct_size = f->hints.stripe_size;
+        /* across clients, shared_unit's (unless the program set
+         * sluice_acb_direct_size itself) */
+        if (nprocs > 1 && several_clients(comm, rec->path) && f->hints.direct_size == unit)
+            f->hints.direct_size = shared_unit(block, f->hints.stripe_size);
         if (SLUICE_PMPI(Comm_dup)(comm, &f->comm) == MPI_SUCCESS) {
             f->aggregating = 1;
             sluice_record_split_sides(rec);

@@ -308,9 +308,10 @@ def test_acb_aggregates_pieces_below_a_stripe_written_through_several_clients(be
     """64 KiB pieces, strided over 4 ranks, collective calls, under --mode acb.
     Through one client (both halves of the ranks on node 1) a piece is a unit
     of MooseFS (its 64 KiB block) and goes straight through; through two
-    clients (ranks 0-1 on node 1, 2-3 on node 2) the unit is the stripe, so
-    the pieces are aggregated: the file system sees a few large writes.
-    The file's bytes are checked in both runs."""
+    clients (ranks 0-1 on node 1, 2-3 on node 2) the unit is four blocks
+    (256 KiB, below the 1 MiB stripe), so the pieces are aggregated: the
+    file system sees a few large writes; 256 KiB pieces through two clients
+    go straight through again. The file's bytes are checked in every run."""
     from conftest import NATIVE, file_entry, report_json, sluice
 
     testbed.up(clients=2)
@@ -318,16 +319,16 @@ def test_acb_aggregates_pieces_below_a_stripe_written_through_several_clients(be
     mpi = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,vader",
            "OMPI_MCA_io": "ompio"}
     seen = {}
-    for name, dirs in (("one", (n1, n1)), ("two", (n1, n2))):
+    for name, dirs, piece in (("one", (n1, n1), "64K"), ("two", (n1, n2), "64K"), ("two-256K", (n1, n2), "256K")):
         work = [d / f"acb-{name}" for d in dirs]
         work[0].mkdir()
         logs = tmp_path / f"logs-{name}"
         cp = sluice("run", "--mode", "acb", "--log-dir", str(logs), *(a for w in set(work) for a in ("--path", str(w))),
                     "--", "mpirun", "--oversubscribe", "-np", "4", str(NATIVE / "sluice-bench-ior-shared"),
-                    "--file", "f", "--node-dirs", ",".join(map(str, work)), "--piece", "64K", "--per-rank", "1M",
+                    "--file", "f", "--node-dirs", ",".join(map(str, work)), "--piece", piece, "--per-rank", "1M",
                     "--api", "coll", "--check", env=mpi)
         r = json.loads(cp.stdout.splitlines()[-1])
-        assert r["mismatches"] == 0 and r["writes"] == 64
+        assert r["mismatches"] == 0 and r["writes"] == (64 if piece == "64K" else 16)
         rep = report_json(logs)
         app = sum(file_entry(rep, w / "f")["app"]["MPIIO_COLL_WRITES"] for w in set(work))
         fs = [file_entry(rep, w / "f")["fs"] for w in set(work)]
@@ -338,6 +339,8 @@ def test_acb_aggregates_pieces_below_a_stripe_written_through_several_clients(be
     # two clients: nothing straight through; 4 MiB reach MooseFS in a handful of writes
     app, direct, writes = seen["two"]
     assert (app, direct) == (64, 0) and writes <= 4
+    # 256 KiB pieces across the two clients: 16 calls, each passed through
+    assert seen["two-256K"] == (16, 16, 16)
 
 
 def test_write_cache_off_sends_each_write_to_the_servers(bed: None) -> None:
