@@ -192,15 +192,13 @@ else
     done
     log "mounted at $MNT (client pid $(< "$RUN/ceph-fuse.pid"))"
 fi
-has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
 wait_for 30 "the space of $MNT" has_space "$MNT"
 echo "$MNT" > "$RUN/mountpoint"
 
 # ---------------------------------------------------------------- simulated nodes (optional)
 # Each node's own ceph-fuse, in its network namespace (common.sh).
 node_up() {   # node_up K
-    local k=$1 mnt=$MNT-node$k pidf out
-    pidf=$(node_client_pidfile "$k")
+    local k=$1 mnt=$MNT-node$k
     if [ -s "$RUN/node$k.mountpoint" ] && [ "$(< "$RUN/node$k.mountpoint")" = "$mnt" ] &&
         node_client_alive "$k" "$mnt" && is_mounted "$mnt"; then
         log "node $k already mounted at $mnt"
@@ -210,13 +208,7 @@ node_up() {   # node_up K
     node_net_up "$k"
     node_mountpoint "$mnt"
     echo "$mnt" > "$RUN/node$k.mountpoint"
-    out="$STATE/log/ceph-fuse-node$k.out"
-    spawn_in "/run/netns/$(node_ns "$k")" "$pidf" "$out" ceph-fuse -f -c "$CONF" "$mnt"
-    node_settled() { is_mounted "$mnt" || exited "$pidf"; }
-    wait_for 60 "the mount at $mnt" node_settled
-    is_mounted "$mnt" || die "ceph-fuse of node $k exited, see $out"
-    wait_for 30 "the space of $mnt" has_space "$mnt"
-    log "node $k: client pid $(< "$pidf") in namespace $(node_ns "$k") ($(node_addr "$k" 2)), mounted at $mnt"
+    node_client_start "$k" 60 "$STATE/log/ceph-fuse-node$k.out" ceph-fuse -f -c "$CONF" "$mnt"
 }
 nodes_apply "$CLIENTS"
 log "up: CephFS $FSNAME, monitor $ADDR:$MON_PORT in namespace $NS, $NOSD OSDs, mounted at $MNT"

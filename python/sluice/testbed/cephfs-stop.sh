@@ -48,12 +48,7 @@ if [ -d "$RUN" ]; then
     fi
 
     # the nodes: their namespaces, clients, the host's link and names
-    for k in $(node_numbers); do
-        node_down "$k"
-    done
-    host_link_down
-    hosts_clean
-    [ -e "$RUN/hosts" ] && : > "$RUN/hosts"
+    nodes_down_all
 
     # 2. the client (its mount is gone: after a large delete it may still
     #    wait on the servers, so it gets 5 s), then MDS, OSDs, manager and

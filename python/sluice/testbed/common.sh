@@ -195,6 +195,31 @@ node_net_up() {
     ip -n "$NS" link set "node$k" up
     ip -n "$ns" route replace "$ADDR/32" via "$(node_addr "$k" 1)" dev pfs
 }
+# node_client_start K SECONDS LOG CMD...: node K's client CMD, started in its
+# network namespace after node_net_up (the old node gone), mounted at
+# $MNT-nodeK within SECONDS, or the script dies pointing at LOG
+node_client_start() {
+    local k=$1 secs=$2 out=$3 mnt=$MNT-node$1 pidf
+    shift 3
+    pidf=$(node_client_pidfile "$k")
+    spawn_in "/run/netns/$(node_ns "$k")" "$pidf" "$out" "$@"
+    node_settled() { is_mounted "$mnt" || exited "$pidf"; }
+    wait_for "$secs" "the mount at $mnt" node_settled
+    is_mounted "$mnt" || die "$1 of node $k exited, see $out"
+    wait_for 30 "the space of $mnt" has_space "$mnt"
+    log "node $k: client pid $(< "$pidf") in namespace $(node_ns "$k") ($(node_addr "$k" 2)), mounted at $mnt"
+}
+has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
+# nodes_down_all: every node down, the host's link and the names gone
+nodes_down_all() {
+    local k
+    for k in $(node_numbers); do
+        node_down "$k"
+    done
+    host_link_down
+    hosts_clean
+    [ ! -e "$RUN/hosts" ] || : > "$RUN/hosts"
+}
 # node_mountpoint MOUNTPOINT: an empty directory to mount a node client on
 # (a stale mount of ours there detached)
 node_mountpoint() {

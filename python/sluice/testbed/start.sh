@@ -51,7 +51,6 @@ ready_chunkservers() {   # chunkservers connected to the master that report thei
         awk -F'\t' '$1 == "chunk servers:" && $11 > 0 { n++ } END { print n + 0 }'
 }
 all_ready() { [ "$(ready_chunkservers)" -ge "$NCS" ]; }
-has_space() { [ "$(stat -f -c %b "$1")" -gt 0 ]; }
 # ---------------------------------------------------------------- the mount point in use
 if [ -s "$RUN/mountpoint" ] && client_alive "$(< "$RUN/mountpoint")"; then
     old=$(< "$RUN/mountpoint")
@@ -154,9 +153,8 @@ echo "$MNT" > "$RUN/mountpoint"
 # A node client whose options changed is mounted again; nodes beyond
 # $CLIENTS are taken down; with $CLIENTS unset nothing changes.
 node_up() {   # node_up K
-    local k=$1 mnt=$MNT-node$k opts pidf
+    local k=$1 mnt=$MNT-node$k opts
     opts="mfsmaster=$ADDR,mfsport=9421,subtype=mfs${COPTS:+,$COPTS}"
-    pidf=$(node_client_pidfile "$k")
     if [ -s "$RUN/node$k.mountpoint" ] && node_client_alive "$k" "$(< "$RUN/node$k.mountpoint")"; then
         if [ "$(< "$RUN/node$k.mountpoint")" = "$mnt" ] && [ "$(cat "$RUN/node$k.opts" 2> /dev/null)" = "$opts" ] &&
             is_mounted "$mnt"; then
@@ -170,12 +168,7 @@ node_up() {   # node_up K
     node_mountpoint "$mnt"
     echo "$mnt" > "$RUN/node$k.mountpoint"
     echo "$opts" > "$RUN/node$k.opts"
-    spawn_in "/run/netns/$(node_ns "$k")" "$pidf" "$STATE/log/mfsmount-node$k.log" mfsmount -f "$mnt" -o "$opts"
-    node_settled() { is_mounted "$mnt" || exited "$pidf"; }
-    wait_for 30 "the mount at $mnt" node_settled
-    is_mounted "$mnt" || die "mfsmount of node $k exited, see $STATE/log/mfsmount-node$k.log"
-    wait_for 30 "the space of $mnt" has_space "$mnt"
-    log "node $k: client pid $(< "$pidf") in namespace $(node_ns "$k") ($(node_addr "$k" 2)), mounted at $mnt"
+    node_client_start "$k" 30 "$STATE/log/mfsmount-node$k.log" mfsmount -f "$mnt" -o "$opts"
 }
 nodes_apply "$CLIENTS"
 log "up: master $ADDR:9421 in namespace $NS, $NCS chunkservers, mounted at $MNT"

@@ -31,12 +31,7 @@ if [ -d "$RUN" ]; then
     fi
 
     # node clients: unmount, stop, delete their namespaces
-    for k in $(node_numbers); do
-        node_down "$k"
-    done
-    host_link_down
-    hosts_clean
-    [ -e "$RUN/hosts" ] && : > "$RUN/hosts"
+    nodes_down_all
 
     # 2. client, chunkservers, master, delay helper: SIGTERM all at once, then
     #    wait for each (the master writes its metadata to disk on SIGTERM)
