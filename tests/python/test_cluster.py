@@ -437,6 +437,32 @@ def test_acb_aggregates_on_one_rank_of_each_node_unless_the_hints_say_otherwise(
     assert {n for _, n in fs.values() if n} == {(4 << 20) // len(writers)}
 
 
+def test_the_ior_benchmark_runs_acb_and_its_peers_inside_two_nodes(cluster, tmp_path) -> None:
+    """`sluice bench ... -p ior-shared.nodes=2`: every method's ranks run
+    inside the two nodes (mpirun --host node1:2,node2:2), the harness checks
+    that all methods wrote the same bytes, and the results have each
+    method's rate and acb over the best peer per piece size."""
+    target = MNT / f"bench-{os.getpid()}"
+    target.mkdir()
+    out = tmp_path / "ior.json"
+    methods = "ompio-indep,romio-indep,acb-ompio-indep,acb-romio-indep"
+    cp = subprocess.run([sys.executable, "-m", "sluice", "bench", "--target", str(target), "--rounds", "1",
+                         "--warmup", "0", "-p", "limits.size=4M", "-p", "limits.files=20", "-p", "ior-shared.nodes=2",
+                         "-p", "ior-shared.per_rank=256K", "-p", "ior-shared.pieces=4K,256K", "-p",
+                         f"ior-shared.methods={methods}", "--json", str(out), "ior-shared"],
+                        env=cluster, capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stderr
+    w = json.loads(out.read_text())["workloads"]["ior-shared"]
+    medians = {k: v["median"] for k, v in w["summary"]["plain"].items() if v["median"] is not None}
+    for m in methods.split(","):
+        for piece in ("4K", "256K"):
+            assert medians[f"{m.replace('-', '_')}_{piece}_MiBps"] > 0
+    assert {"acb_over_best_peer_4K", "acb_over_best_peer_256K"} <= medians.keys()
+    raw = [r for rnd in w["rounds"] for r in rnd["raw"]]
+    assert sorted(r["method"] for r in raw) == sorted(methods.split(",") * 2)
+    assert all(r["ranks"] == 4 and r["mismatches"] == 0 for r in raw)
+
+
 def test_a_farm_over_mpirun_across_nodes_loses_a_node_and_a_rerun_finishes(cluster) -> None:
     """mpirun --host node1:1,node2:1 sluice farm: tasks on both nodes, the
     input copied once to each; node 2 killed whole mid-run; the journal
