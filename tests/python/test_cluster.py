@@ -437,6 +437,32 @@ def test_acb_aggregates_on_one_rank_of_each_node_unless_the_hints_say_otherwise(
     assert {n for _, n in fs.values() if n} == {(4 << 20) // len(writers)}
 
 
+@pytest.mark.parametrize("piece,aggregated", [("64K", True), ("256K", False)])
+def test_acb_across_nodes_aggregates_pieces_below_four_blocks(cluster, piece, aggregated) -> None:
+    """Ranks on two nodes write 64 KiB and 256 KiB pieces strided, in
+    collective calls, under acb. Across hosts the cost model's unit is four
+    of MooseFS's 64 KiB blocks (docs/acb.md): 64 KiB pieces are aggregated
+    into a few large writes, 256 KiB ones go straight through, one write
+    per piece. The bytes are the pattern's either way."""
+    work = MNT / f"unit-{piece}-{os.getpid()}"
+    work.mkdir()
+    logs = work / "logs"
+    cp = subprocess.run([sys.executable, "-m", "sluice", "run", "-q", "--mode", "acb", "--log-dir", str(logs), "--",
+                         "mpirun", "--host", "node1:2,node2:2", str(NATIVE / "sluice-bench-ior-shared"),
+                         "--file", str(work / "f.dat"), "--piece", piece, "--per-rank", str(1 << 20), "--api", "coll",
+                         "--layout", "shared", "--check"],
+                        env=cluster, capture_output=True, text=True, timeout=300, cwd=work)
+    assert cp.returncode == 0, cp.stderr
+    assert json.loads(cp.stdout.splitlines()[-1])["mismatches"] == 0
+    f = next(f for f in json.loads(_cli("report", "--json", str(logs)))["files"] if f["path"] == str(work / "f.dat"))
+    calls = 4 * (1 << 20) // (64 << 10 if piece == "64K" else 256 << 10)
+    assert f["app"]["MPIIO_COLL_WRITES"] == calls
+    if aggregated:
+        assert f["fs"]["MPIIO_ACB_DIRECT_WRITES"] == 0 and f["fs"]["POSIX_WRITES"] <= 4, f["fs"]
+    else:
+        assert f["fs"]["MPIIO_ACB_DIRECT_WRITES"] == calls and f["fs"]["POSIX_WRITES"] == calls, f["fs"]
+
+
 def test_the_ior_benchmark_runs_acb_and_its_peers_inside_two_nodes(cluster, tmp_path) -> None:
     """`sluice bench ... -p ior-shared.nodes=2`: every method's ranks run
     inside the two nodes (mpirun --host node1:2,node2:2), the harness checks
