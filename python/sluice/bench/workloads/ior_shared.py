@@ -118,6 +118,10 @@ class IorShared(Workload):
     def _run_one(ctx: RunContext, method: tuple, piece: int) -> dict:
         name, io, api, hints, acb = method
         p = ctx.params
+        if p["nodes"]:
+            # ROMIO's collective buffering with one aggregator per node, as
+            # ROMIO places them on a cluster (cb_nodes=1 is for one host)
+            hints = hints.replace("cb_nodes=1", f"cb_nodes={p['nodes']}")
         launch = ["mpirun", "--oversubscribe", "-np", str(p["procs"])]
         if p["nodes"]:
             launch = bench_nodes.mpirun_hosts(p["nodes"], p["procs"], "ior-shared")
