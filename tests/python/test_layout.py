@@ -175,7 +175,7 @@ def test_shared_mpi_file_many_stripes(cdir, logdir):
 
 
 @pytest.mark.cephfs
-def test_simulated_nodes_on_cephfs_share_one_striped_mpi_file(cdir, logdir):
+def test_simulated_nodes_on_cephfs_share_one_striped_mpi_file(cdir):
     """`sluice testbed up --fs cephfs --nodes 2`: each node its own hostname
     and ceph-fuse client at the same path, so what node 1 wrote node 2 reads
     through its own client; an MPI-IO file written by ranks on both nodes
@@ -196,6 +196,7 @@ def test_simulated_nodes_on_cephfs_share_one_striped_mpi_file(cdir, logdir):
         sluice("testbed", "exec", "node1", "--", "sh", "-c", f"hostname > {cdir}/written-on")
         assert sluice("testbed", "exec", "node2", "--", "cat", f"{cdir}/written-on").stdout == "node1\n"
         f = cdir / "shared.dat"
+        logdir = cdir / "logs"   # where every node writes (each node's /tmp is its own)
         env = {**testbed.mpi_environment(), "OMPI_MCA_io": "romio321", "OMPI_ALLOW_RUN_AS_ROOT": "1",
                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
         out = sluice("run", "--mode", "auto", "--acb-stripe-size", "512K", "--log-dir", str(logdir), "--",
