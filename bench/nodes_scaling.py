@@ -68,7 +68,10 @@ def main() -> int:
                    "--json", str(out), *params, *names]
             print(f"nodes_scaling: {k} node(s): {' '.join(cmd)}", file=sys.stderr)
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            runs[str(k)] = json.loads(out.read_text())
+            run = json.loads(out.read_text())
+            # (its results file was a temporary one: they are kept here, under "runs")
+            run["command"] = [f"(runs.{k})" if c == str(out) else c for c in run["command"]]
+            runs[str(k)] = run
     tables = {w: table(w, runs) for w in names}
     for w in names:
         print(render(w, tables[w]))
