@@ -48,9 +48,9 @@ class Ensemble(Workload):
     def run(self, ctx: RunContext) -> dict[str, float | None]:
         p = ctx.params
         nodes = p["nodes"]
-        fresh = bench_nodes.fresh_dir(ctx.workdir, nodes, self.name)
         if nodes and p["procs"] % nodes:
             raise UserError(f"ensemble: procs={p['procs']} cannot be shared evenly by {nodes} nodes")
+        fresh = bench_nodes.fresh_dir(ctx.workdir, nodes, self.name)
         top = (fresh or ctx.workdir) / "ensemble"
 
         def argv(procs: int, first: int = 0) -> list[str]:
