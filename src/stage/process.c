@@ -244,6 +244,28 @@ int stage_quiesce(unsigned why)
     return 0;
 }
 
+/* In a fork's child, a description of one of the parent's staged files
+ * names a file another process staged: its data file, written and read as
+ * it is, with the parent's mode for fstat. The child's close then only
+ * closes its descriptor (the parent still has the file in its table; the
+ * job's drainer learns of the child's descriptor from the kernel: a read
+ * lease is refused while it is open for writing), where before it handed
+ * the parent's entry over from a table the child had emptied (SIGSEGV:
+ * `strace -o FILE`, whose test children close the output file). */
+static void description_of_the_parent(struct sluice_file *g, void *arg)
+{
+    struct stage_desc *gd = stage_desc_of_file(g);
+
+    (void)arg;
+    if (!gd || !gd->s)
+        return;
+    gd->foreign = 1;
+    gd->foreign_mode = gd->s->e.mode;
+    snprintf(gd->foreign_id, sizeof gd->foreign_id, "%s", gd->s->e.id);
+    gd->users_fd = -1;
+    gd->s = NULL;
+}
+
 void stage_after_fork_child(void)
 {
     /* The parent's staged files stay the parent's: forget them here, and
@@ -258,6 +280,8 @@ void stage_after_fork_child(void)
     pthread_mutex_init(&stage_st.lock, NULL);
     pthread_cond_init(&stage_st.work, NULL);
     pthread_cond_init(&stage_st.done, NULL);
+    if (stage_st.usable)
+        sluice_files_each(description_of_the_parent, NULL);
     memset(stage_st.buckets, 0, sizeof stage_st.buckets);
     stage_known_dirs_clear();
     stage_st.count = 0;

@@ -6,6 +6,12 @@
  *   stage_topology fork FILE        parent writes "parent\n", forks, closes
  *                                   and exits; the child writes "child\n"
  *                                   0.3 s later through the inherited descriptor
+ *   stage_topology fork-close FILE  parent writes "parent\n", forks; the
+ *                                   child writes "child\n", closes its
+ *                                   inherited descriptor and exits; then the
+ *                                   parent writes "parent again\n" and closes
+ *                                   (strace -o FILE's test children close the
+ *                                   output file)
  *   stage_topology vfork FILE       the same with vfork + exec of /bin/sh,
  *                                   which writes "child\n" to the descriptor
  *   stage_topology spawn FILE       the same with posix_spawn (the file on
@@ -61,7 +67,7 @@ static char **without_preload(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: stage_topology fork|vfork|spawn|exec FILE | system TMP FILE\n");
+        fprintf(stderr, "usage: stage_topology fork|fork-close|vfork|spawn|exec FILE | system TMP FILE\n");
         return 2;
     }
     const char *how = argv[1];
@@ -91,6 +97,20 @@ int main(int argc, char **argv)
         }
         close(fd);
         return pid < 0;
+    }
+    if (strcmp(how, "fork-close") == 0) {
+        pid_t pid = fork();
+        int status;
+        if (pid == 0) {
+            write_str(fd, "child\n");
+            _exit(close(fd) != 0);
+        }
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "stage_topology: the child ended with status %#x\n", (unsigned)status);
+            return 1;
+        }
+        write_str(fd, "parent again\n");
+        return close(fd) != 0;
     }
     if (strcmp(how, "vfork") == 0) {
         if (fd != 3 && (dup2(fd, 3) != 3 || close(fd) != 0))
