@@ -33,7 +33,37 @@ static struct {
     const void *ra;
     const struct sluice_h5_api *api;
 } sites[H5_SITES];
+/* Calling object (its load address) -> its library: a new call site of a
+ * known object costs one _dl_find_object, not a dladdr (which searches the
+ * object's symbol table: 3 M instructions in a netCDF program's start). */
+#define H5_CALLERS 64
+static struct {
+    const void *base;
+    const struct sluice_h5_api *api;
+} callers[H5_CALLERS];
+static int ncallers;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The loaded object holding address p: its load address and file name
+ * ("" for the program itself). 0 when p is in none. */
+static int object_of(const void *p, const void **base, const char **name)
+{
+#ifdef DLFO_STRUCT_HAS_EH_DBASE /* glibc 2.35 and later */
+    struct dl_find_object o;
+    if (_dl_find_object((void *)p, &o) != 0 || !o.dlfo_link_map)
+        return 0;
+    *base = o.dlfo_map_start;
+    *name = o.dlfo_link_map->l_name ? o.dlfo_link_map->l_name : "";
+    return 1;
+#else
+    Dl_info info;
+    if (!dladdr(p, &info))
+        return 0;
+    *base = info.dli_fbase;
+    *name = info.dli_fname ? info.dli_fname : "";
+    return 1;
+#endif
+}
 
 struct found {
     void *handle;
@@ -70,11 +100,12 @@ static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 static void *global_library(void)
 {
     void *next = dlsym(RTLD_NEXT, "H5open");
-    Dl_info info;
+    const void *base;
+    const char *name;
     struct found f = {NULL};
 
-    if (next && dladdr(next, &info) && info.dli_fname) {
-        void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (next && object_of(next, &base, &name) && name[0]) {
+        void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
         if (h)
             return h;
     }
@@ -123,10 +154,11 @@ static const struct sluice_h5_api *global_api(void)
 {
     if (!first_api) {
         void *lib = global_library();
-        Dl_info info;
+        const void *base;
+        const char *name;
         void *any = lib ? dlsym(lib, "H5open") : NULL;
-        if (any && dladdr(any, &info))
-            first_api = lib_entry(info.dli_fbase, lib);
+        if (any && object_of(any, &base, &name))
+            first_api = lib_entry(base, lib);
         if (!first_api) {
             api_fill(&no_api, lib);
             first_api = &no_api;
@@ -135,27 +167,48 @@ static const struct sluice_h5_api *global_api(void)
     return first_api;
 }
 
-/* The libhdf5 the object holding code address ra binds to: its own H5open
- * as its dynamic linker scope (itself, then its dependencies) finds it,
- * which is how its calls would have gone without us. Under api_lock. */
-static const struct sluice_h5_api *caller_api(const void *ra)
+/* The libhdf5 the object loaded at `base` (file `name`) binds to: its own
+ * H5open as its dynamic linker scope (itself, then its dependencies) finds
+ * it, which is how its calls would have gone without us. Under api_lock. */
+static const struct sluice_h5_api *object_api(const char *name)
 {
-    Dl_info who, lib;
     const struct sluice_h5_api *api = NULL;
+    const void *lbase;
+    const char *lname;
     void *h, *sym;
 
-    if (!dladdr(ra, &who) || !who.dli_fname || !who.dli_fname[0])
+    if (!name[0] || !(h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)))
         return global_api();   /* the program itself: the global scope */
-    if (!(h = dlopen(who.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
-        return global_api();
     sym = dlsym(h, "H5open");
-    if (sym && dladdr(sym, &lib) && lib.dli_fname) {
-        void *lh = dlopen(lib.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-        if (lh && !(api = lib_entry(lib.dli_fbase, lh)))
+    if (sym && object_of(sym, &lbase, &lname) && lname[0]) {
+        void *lh = dlopen(lname, RTLD_LAZY | RTLD_NOLOAD);
+        if (lh && !(api = lib_entry(lbase, lh)))
             dlclose(lh);
     }
     dlclose(h);
     return api ? api : global_api();
+}
+
+/* The libhdf5 of the object holding code address ra, looked up once per
+ * object. Under api_lock. */
+static const struct sluice_h5_api *caller_api(const void *ra)
+{
+    const void *base;
+    const char *name;
+    const struct sluice_h5_api *api;
+
+    if (!object_of(ra, &base, &name))
+        return global_api();
+    for (int i = 0; i < ncallers; i++)
+        if (callers[i].base == base)
+            return callers[i].api;
+    api = object_api(name);
+    if (ncallers < H5_CALLERS) {
+        callers[ncallers].base = base;
+        callers[ncallers].api = api;
+        ncallers++;
+    }
+    return api;
 }
 
 const struct sluice_h5_api *sluice_h5_api_of(const void *ra)

@@ -588,6 +588,20 @@ static void out_patch(struct out *o, uint64_t off, const unsigned char *p, size_
     }
 }
 
+/* The smallest window (9 to 15 bits) that holds a region of at most
+ * `bound` bytes, so that deflate matches as far back as with the largest,
+ * and its hash of (window bits - 7) bits: zlib clears the hash table and
+ * window it is given, and at 15 and 8 bits (256 KiB) that was most of a
+ * short process's log writing, and 64 page faults. Any inflate reads the
+ * stream, whatever window its header names. */
+static int z_window_bits(uint64_t bound)
+{
+    int wbits = 9;
+    while (wbits < 15 && ((uint64_t)1 << wbits) < bound)
+        wbits++;
+    return wbits;
+}
+
 /* One region, deflated when `compress` and zlib gets its memory, else
  * plain. A compressed region's inflated length goes before its stream but
  * is known only after it (a MODULE region's size depends on its values,
@@ -602,8 +616,10 @@ static void put_region(struct out *o, struct region *r, uint32_t type, uint32_t 
         zs.zalloc = zmem_alloc;
         zs.zfree = zmem_free;
         /* readers take a stream and its inflated size under 4 GiB */
-        compress = region_bound(what, src) < UINT32_MAX - 1 &&
-                   deflateInit2(&zs, SLUICE_LOG_ZLEVEL, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+        uint64_t bound = region_bound(what, src);
+        int wbits = z_window_bits(bound);
+        compress = bound < UINT32_MAX - 1 &&
+                   deflateInit2(&zs, SLUICE_LOG_ZLEVEL, Z_DEFLATED, wbits, wbits - 7, Z_DEFAULT_STRATEGY) == Z_OK;
     }
     if (!compress) {
         region_begin(o, r, type, version);
