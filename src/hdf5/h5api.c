@@ -45,24 +45,79 @@ static int ncallers;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The loaded object holding address p: its load address and file name
- * ("" for the program itself). 0 when p is in none. */
-static int object_of(const void *p, const void **base, const char **name)
+ * ("" for the program itself). 0 when p is in none. (Its link map is no
+ * handle for dlsym before a dlopen of it: an object loaded at start-up has
+ * no search list of its own until then.) */
+struct object {
+    const void *base;
+    const char *name;
+};
+
+static int object_of(const void *p, struct object *o)
 {
 #ifdef DLFO_STRUCT_HAS_EH_DBASE /* glibc 2.35 and later */
-    struct dl_find_object o;
-    if (_dl_find_object((void *)p, &o) != 0 || !o.dlfo_link_map)
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)p, &fo) != 0 || !fo.dlfo_link_map)
         return 0;
-    *base = o.dlfo_map_start;
-    *name = o.dlfo_link_map->l_name ? o.dlfo_link_map->l_name : "";
+    o->base = fo.dlfo_map_start;
+    o->name = fo.dlfo_link_map->l_name ? fo.dlfo_link_map->l_name : "";
     return 1;
 #else
     Dl_info info;
     if (!dladdr(p, &info))
         return 0;
-    *base = info.dli_fbase;
-    *name = info.dli_fname ? info.dli_fname : "";
+    o->base = info.dli_fbase;
+    o->name = info.dli_fname ? info.dli_fname : "";
     return 1;
 #endif
+}
+
+/* How many objects were loaded when the library started: the program, the
+ * preloads and their dependencies, which bind in the global scope. */
+static int startup_objects;
+
+static int count_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info;
+    (void)size;
+    ++*(int *)arg;
+    return 0;
+}
+
+void sluice_h5_api_init(void)
+{
+    int n = 0;
+    dl_iterate_phdr(count_object, &n);
+    startup_objects = n;
+}
+
+struct position {
+    const char *name;
+    int index, found;
+};
+
+static int find_position(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct position *p = arg;
+    (void)size;
+    if (info->dlpi_name == p->name || (info->dlpi_name && strcmp(info->dlpi_name, p->name) == 0)) {
+        p->found = 1;
+        return 1;
+    }
+    p->index++;
+    return 0;
+}
+
+/* An object loaded at start-up (a dependency of the program or of a
+ * preload, never dlopen'ed): its references bind in the global scope, so
+ * its libhdf5 is the global scope's next one, found without a dlopen (a
+ * dlopen of libnetcdf, even with RTLD_NOLOAD, builds its dependencies'
+ * search list: 240 K instructions at every netCDF program's start). */
+static int loaded_at_startup(const char *name)
+{
+    struct position p = {name, 0, 0};
+    dl_iterate_phdr(find_position, &p);
+    return p.found && p.index < startup_objects;
 }
 
 struct found {
@@ -95,20 +150,11 @@ static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* The library of the global scope's next H5open, else the first libhdf5
- * loaded privately, as a handle (NULL: none found). */
-static void *global_library(void)
+/* The first libhdf5 loaded privately (none is in the global scope), as a
+ * handle (NULL: none found). */
+static void *private_library(void)
 {
-    void *next = dlsym(RTLD_NEXT, "H5open");
-    const void *base;
-    const char *name;
     struct found f = {NULL};
-
-    if (next && object_of(next, &base, &name) && name[0]) {
-        void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-        if (h)
-            return h;
-    }
     dl_iterate_phdr(find_loaded, &f);
     return f.handle;
 }
@@ -132,16 +178,25 @@ static void api_fill(struct sluice_h5_api *api, void *lib)
                       api->H5Iget_name;
 }
 
+/* The table entry of the library loaded at `base`, if made. */
+static struct sluice_h5_api *lib_known(const void *base)
+{
+    for (int i = 0; i < nlibs; i++)
+        if (lib_base[i] == base)
+            return &libs[i];
+    return NULL;
+}
+
 /* The table entry of the library loaded at `base` (handle lib), made on
  * first use; NULL when the table is full. Under api_lock. */
 static struct sluice_h5_api *lib_entry(const void *base, void *lib)
 {
-    for (int i = 0; i < nlibs; i++)
-        if (lib_base[i] == base) {
-            if (lib)
-                dlclose(lib);   /* (a second reference: the first is kept) */
-            return &libs[i];
-        }
+    struct sluice_h5_api *known = lib_known(base);
+    if (known) {
+        if (lib)
+            dlclose(lib);   /* (a second reference: the first is kept) */
+        return known;
+    }
     if (nlibs == H5_LIBS_MAX)
         return NULL;   /* (the caller closes lib) */
     api_fill(&libs[nlibs], lib);
@@ -153,12 +208,14 @@ static struct sluice_h5_api *lib_entry(const void *base, void *lib)
 static const struct sluice_h5_api *global_api(void)
 {
     if (!first_api) {
-        void *lib = global_library();
-        const void *base;
-        const char *name;
-        void *any = lib ? dlsym(lib, "H5open") : NULL;
-        if (any && object_of(any, &base, &name))
-            first_api = lib_entry(base, lib);
+        /* the global scope's next libhdf5: its functions by RTLD_NEXT, no
+         * handle needed; else the first one loaded privately */
+        void *next = dlsym(RTLD_NEXT, "H5open"), *lib = NULL, *any;
+        struct object o;
+        if (next && object_of(next, &o))
+            first_api = lib_entry(o.base, NULL);
+        else if ((lib = private_library()) && (any = dlsym(lib, "H5open")) && object_of(any, &o))
+            first_api = lib_entry(o.base, lib);
         if (!first_api) {
             api_fill(&no_api, lib);
             first_api = &no_api;
@@ -167,22 +224,23 @@ static const struct sluice_h5_api *global_api(void)
     return first_api;
 }
 
-/* The libhdf5 the object loaded at `base` (file `name`) binds to: its own
- * H5open as its dynamic linker scope (itself, then its dependencies) finds
- * it, which is how its calls would have gone without us. Under api_lock. */
-static const struct sluice_h5_api *object_api(const char *name)
+/* The libhdf5 the calling object binds to: its own H5open as its dynamic
+ * linker scope (itself, then its dependencies) finds it, which is how its
+ * calls would have gone without us. A library seen before is not opened
+ * again; a new one is opened once, and that reference kept, so that it
+ * stays loaded while we hold its functions. Under api_lock. */
+static const struct sluice_h5_api *object_api(const struct object *caller)
 {
     const struct sluice_h5_api *api = NULL;
-    const void *lbase;
-    const char *lname;
+    struct object lib;
     void *h, *sym;
 
-    if (!name[0] || !(h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD)))
-        return global_api();   /* the program itself: the global scope */
+    if (!caller->name[0] || loaded_at_startup(caller->name) || !(h = dlopen(caller->name, RTLD_LAZY | RTLD_NOLOAD)))
+        return global_api();   /* the program itself and its libraries: the global scope */
     sym = dlsym(h, "H5open");
-    if (sym && object_of(sym, &lbase, &lname) && lname[0]) {
-        void *lh = dlopen(lname, RTLD_LAZY | RTLD_NOLOAD);
-        if (lh && !(api = lib_entry(lbase, lh)))
+    if (sym && object_of(sym, &lib) && lib.name[0] && !(api = lib_known(lib.base))) {
+        void *lh = dlopen(lib.name, RTLD_LAZY | RTLD_NOLOAD);
+        if (lh && !(api = lib_entry(lib.base, lh)))
             dlclose(lh);
     }
     dlclose(h);
@@ -193,18 +251,17 @@ static const struct sluice_h5_api *object_api(const char *name)
  * object. Under api_lock. */
 static const struct sluice_h5_api *caller_api(const void *ra)
 {
-    const void *base;
-    const char *name;
+    struct object o;
     const struct sluice_h5_api *api;
 
-    if (!object_of(ra, &base, &name))
+    if (!object_of(ra, &o))
         return global_api();
     for (int i = 0; i < ncallers; i++)
-        if (callers[i].base == base)
+        if (callers[i].base == o.base)
             return callers[i].api;
-    api = object_api(name);
+    api = object_api(&o);
     if (ncallers < H5_CALLERS) {
-        callers[ncallers].base = base;
+        callers[ncallers].base = o.base;
         callers[ncallers].api = api;
         ncallers++;
     }

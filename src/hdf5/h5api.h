@@ -100,6 +100,9 @@ struct sluice_h5_api {
 const struct sluice_h5_api *sluice_h5_api_of(const void *ra);
 
 /* In a forked child. */
+/* At load: which objects the program started with (they bind in the
+ * global scope; objects dlopen'ed later may bring a libhdf5 of their own). */
+void sluice_h5_api_init(void);
 void sluice_h5_api_after_fork_child(void);
 
 #endif

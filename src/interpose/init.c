@@ -27,6 +27,7 @@
 #include "core/trace.h"
 #include "core/stack.h"
 #include "core/stream.h"
+#include "hdf5/h5api.h"
 #include "interpose/interpose.h"
 #include "interpose/stdio_kernel.h"
 #include "logfmt/writer.h"
@@ -389,6 +390,7 @@ static int is_mpi_launcher(void)
 __attribute__((constructor(101))) static void sluice_load(void)
 {
     sluice_real_init();
+    sluice_h5_api_init();
     sluice_diag_init();
     sluice_umask_init();
     sluice_crc32_init();
