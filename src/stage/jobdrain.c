@@ -34,6 +34,7 @@
 #include "core/counters.h"
 #include "core/record.h"
 #include "interpose/interpose.h"
+#include "stage/drain.h"
 #include "stage/handoff.h"
 #include "stage/journal.h"
 #include "stage/names.h"
@@ -376,14 +377,27 @@ SLUICE_EXPORT int sluice_stage_job_drain(int argc, char **argv)
     char why[512], jpath[4200];
     int root, lockfd, in;
 
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--tier") == 0)
-            tier = argv[i + 1];
-        else if (strcmp(argv[i], "--name") == 0)
-            name = argv[i + 1];
+    int publish = 0, jobs = 4, force = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--publish") == 0)
+            publish = 1;   /* `sluice drain` / `recover`: the entries named on stdin (drain.c) */
+        else if (strcmp(argv[i], "--force") == 0)
+            force = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--tier") == 0)
+            tier = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--name") == 0)
+            name = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--jobs") == 0)
+            jobs = atoi(argv[++i]);
+    }
+    if (publish && tier) {
+        sluice__guard = 1;   /* (our own calls are nobody's program's) */
+        int rc = stage_drain_named(tier, jobs, force);
+        sluice__guard = 0;
+        return rc;
     }
     if (!tier || !name || !name[0] || name[0] == '.' || strchr(name, '/')) {
-        fprintf(stderr, "usage: sluice-stage-drain --tier DIR --name NAME\n");
+        fprintf(stderr, "usage: sluice-stage-drain --tier DIR --name NAME | --tier DIR --publish [--jobs N] [--force]\n");
         return 2;
     }
     sluice__guard = 1;   /* (our own calls are not the job's) */

@@ -69,9 +69,14 @@ int journal_lock(int jdir, const char *id, int wait)
 {
     for (;;) {
         struct stat held, named;
-        int fd = SLUICE_REAL(openat)(jdir, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+        /* (O_NONBLOCK: a FIFO put in its place must not hang us) */
+        int fd = SLUICE_REAL(openat)(jdir, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
         if (fd < 0)
             return -errno;
+        if (SLUICE_REAL(fstat)(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+            SLUICE_REAL(close)(fd);
+            return -EBADMSG;   /* not an entry */
+        }
         if (SLUICE_REAL(flock)(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
             int err = -errno;
             SLUICE_REAL(close)(fd);
@@ -91,10 +96,15 @@ int journal_read(int jdir, const char *id, struct journal_entry *e)
 {
     char buf[16384];
     ssize_t n;
-    int fd = SLUICE_REAL(openat)(jdir, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    struct stat sb;
+    int fd = SLUICE_REAL(openat)(jdir, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
 
     if (fd < 0)
-        return -errno;
+        return errno == ELOOP ? -EBADMSG : -errno;
+    if (SLUICE_REAL(fstat)(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        SLUICE_REAL(close)(fd);
+        return -EBADMSG;   /* (a FIFO or a directory is no entry) */
+    }
     n = SLUICE_REAL(read)(fd, buf, sizeof buf);
     int err = n < 0 ? -errno : 0;
     SLUICE_REAL(close)(fd);

@@ -39,6 +39,13 @@ static int temp_name(const struct journal_entry *e, char *out, size_t len)
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+void publish_drop_stale_temp(const struct journal_entry *e)
+{
+    char tmp[4200];
+    if (temp_name(e, tmp, sizeof tmp) == 0)
+        (void)SLUICE_REAL(unlink)(tmp);
+}
+
 static void count(struct sluice_record *rec, int counter, uint64_t t0)
 {
     if (rec)

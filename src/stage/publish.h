@@ -39,6 +39,11 @@ int publish_copy_from(int src, int dst, int64_t from, int64_t to, size_t unit, s
 int publish_complete(int ddir, const struct journal_entry *e, int dst, const char *tmp, int64_t from, size_t unit,
                      struct sluice_record *rec, char *why, size_t whylen);
 
+/* The temporary file a publish of e cut short left (DIR/.NAME.sluice-ID),
+ * removed: recover's clean-up (a publish that creates the file under its
+ * name would not meet it). */
+void publish_drop_stale_temp(const struct journal_entry *e);
+
 /* After a successful publish: the index link (names/), then state=published,
  * then the data file, then the entry go (in that order, so a crash between
  * leaves a republishable or finished entry, never lost data, and a process

@@ -281,6 +281,43 @@ def test_open_entry_of_a_dead_process_is_kept_under_an_incomplete_name(tier, sha
     assert "1 incomplete (kept as NAME.sluice-incomplete)" in cp.stdout
 
 
+def test_a_failed_publish_of_an_incomplete_file_never_gives_it_its_name(tier, shared):
+    """recover cannot publish a file its killed process left open (its
+    directory is gone): the entry stays open, so the next recover still
+    keeps it as NAME.sluice-incomplete, not under its own name (the entry
+    used to come back as closed, and the next recover published the cut
+    short file as NAME)."""
+    dest = shared / "later" / "partial"
+    e = stage(tier, dest, b"cut short", state="open", mode=0o644)
+    cp = run_sluice("recover", str(tier.root), check=False)
+    assert cp.returncode == 1 and "ENOENT" in cp.stderr
+    kept = journal.read(tier.journal(e.id))
+    assert (kept.state, kept.error) == ("open", "ENOENT: No such file or directory")
+    dest.parent.mkdir()
+    cp = run_sluice("recover", str(tier.root))
+    assert not dest.exists()
+    assert_published(dest.parent / "partial.sluice-incomplete", b"cut short", 0o644)
+    assert_gone(tier, e)
+
+
+def test_recover_keeps_the_holes_of_a_sparse_file(tier, shared):
+    """The library's publishing copies a sparse file extent by extent: the
+    published file has the plain run's holes, not 64 MiB of zeros."""
+    e = stage(tier, shared / "sparse", b"")
+    with open(tier.data(e.id), "r+b") as f:
+        f.seek(64 << 20)
+        f.write(b"end")
+    os.utime(tier.data(e.id), ns=(ATIME_NS, MTIME_NS))
+    run_sluice("recover", str(tier.root))
+    st = (shared / "sparse").stat()
+    assert st.st_size == (64 << 20) + 3
+    assert st.st_blocks * 512 < 1 << 20, st.st_blocks
+    with open(shared / "sparse", "rb") as f:
+        f.seek(64 << 20)
+        assert f.read() == b"end"
+    assert_gone(tier, e)
+
+
 def test_published_entry_left_by_a_crash_is_finished(tier, shared):
     (shared / "done").write_bytes(b"already there")
     e = stage(tier, shared / "done", b"already there", state="published")
