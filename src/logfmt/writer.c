@@ -733,9 +733,6 @@ int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
         atomic_flag_clear(&writing);
         return 0;
     }
-    rc = make_dirs(dir);
-    if (rc < 0)
-        goto fail;
     const char *base = strrchr(sluice_proc.exe, '/');
     sanitize(job, sizeof job, sluice_proc.job_id);
     sanitize(host, sizeof host, sluice_proc.host);
@@ -747,7 +744,15 @@ int sluice_log_write(const char *dir, unsigned end_reason, unsigned flags,
         rc = -ENAMETOOLONG;
         goto fail;
     }
+    /* The directory is made only when missing: sluice run makes it before
+     * the job, and a mkdir of each of its parents per process would cost a
+     * round trip each on a parallel file system. */
     o.fd = SLUICE_REAL(openat)(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (o.fd < 0 && errno == ENOENT) {
+        if ((rc = make_dirs(dir)) < 0)
+            goto fail;
+        o.fd = SLUICE_REAL(openat)(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    }
     if (o.fd < 0) {
         rc = -errno;
         goto fail;

@@ -125,6 +125,31 @@ def test_fork_child_has_its_own_log(workdir, logdir):
     assert files["child.dat"]["app"]["POSIX_WRITES"] == 5 and files["child.dat"]["processes"] == 1
 
 
+def test_the_log_directory_is_made_only_when_missing(workdir, tmp_path):
+    """A process makes its log directory (and its parents) when it is
+    missing, and makes no mkdir at all when it is there: one per path
+    component and process was a round trip each on a parallel file system
+    (strace is the witness)."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed (scripts/setup installs it)")
+    from conftest import NATIVE
+    logs = tmp_path / "a" / "b" / "logs"
+    env = dict(os.environ, LD_PRELOAD=str(NATIVE / "libsluice.so"), SLUICE_LOG_DIR=str(logs),
+               SLUICE_MODE="profile", SLUICE_PATHS=str(workdir), SLUICE_JOB_ID="mkdir-test")
+
+    def run(n: int) -> list[str]:
+        trace = tmp_path / f"trace{n}"
+        subprocess.run(["strace", "-f", "-e", "trace=mkdir,mkdirat", "-o", str(trace), "sh", "-c",
+                        f"echo {n} > {workdir}/f{n}"], env=env, check=True, timeout=60)
+        return [line for line in trace.read_text().splitlines() if str(tmp_path) in line]
+
+    first = run(1)
+    assert any(f'"{logs}"' in line for line in first), first
+    assert len(list(logs.glob("*.sluice"))) == 1
+    assert run(2) == []
+    assert len(list(logs.glob("*.sluice"))) == 2
+
+
 @pytest.mark.parametrize("variant", ["execl", "execlp", "execle", "execv", "execvp", "execve", "execvpe", "fexecve"])
 def test_exec_writes_log_before_replacing_the_image(variant, workdir, logdir):
     sluice("run", "--log-dir", str(logdir), "--path", str(workdir), "--",
