@@ -8,7 +8,14 @@
  *   stat       stat() each of them
  *   openclose  open(O_RDONLY) + close() each of them
  *   unlink     unlink() each of them
- * Output: one JSON line.
+ * and, for `sluice bench calibrate` (python/sluice/bench/calibrate.py):
+ *   rename     rename() each of them away and back
+ *   mkdir      mkdir() N directories; rmdir: rmdir() each
+ *   fsync      N small writes into one file, each followed by fsync()
+ *   strided    this process's pieces of a file several processes write at
+ *              once (piece i is rank i % nprocs's): one stripe's contention
+ * Several processes started with the same --start-at begin together and
+ * time from that moment. Output: one JSON line.
  */
 #define _GNU_SOURCE
 #include "common.h"
@@ -22,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *prog = "sluice-bench-limits";
@@ -42,6 +50,13 @@ static void usage(FILE *out)
         "  stat       stat() each file\n"
         "  openclose  open(O_RDONLY) and close() each file\n"
         "  unlink     unlink() each file\n"
+        "  rename     rename() each file to DIR/g.NNNNNNN and back (2 operations a file)\n"
+        "  mkdir      mkdir() --files directories DIR/d.NNNNNNN\n"
+        "  rmdir      rmdir() each of them\n"
+        "Calibration phases (need --file):\n"
+        "  fsync      --files times: pwrite --file-size bytes at offset 0, then fsync\n"
+        "  strided    write the pieces i (of --request-size bytes, --size bytes in all)\n"
+        "             with i %% --nprocs == --rank into the file (not truncated), fsync\n"
         "\n"
         "  --file PATH            data file\n"
         "  --dir DIR              directory for the metadata phases (created if missing)\n"
@@ -50,18 +65,40 @@ static void usage(FILE *out)
         "  --no-fsync             do not fsync at the end of the write phase\n"
         "  --files N              files in the metadata phases (default 2000)\n"
         "  --file-size BYTES      bytes written into each created file (default 0)\n"
+        "  --rank R, --nprocs P   this process's share in strided (default 0 of 1)\n"
+        "  --start-at T           begin at wall-clock time T (seconds since the epoch) and\n"
+        "                         time from then: processes started together compare\n"
         "  -h, --help             this text\n",
         prog);
 }
 
-enum phase { P_WRITE, P_READ, P_CREATE, P_STAT, P_OPENCLOSE, P_UNLINK };
-static const char *phase_names[] = {"write", "read", "create", "stat", "openclose", "unlink"};
+enum phase { P_WRITE, P_READ, P_FSYNC, P_STRIDED, P_CREATE, P_STAT, P_OPENCLOSE, P_UNLINK, P_RENAME, P_MKDIR,
+             P_RMDIR };
+static const char *phase_names[] = {"write", "read",   "fsync", "strided", "create", "stat",
+                                    "openclose", "unlink", "rename", "mkdir", "rmdir"};
+#define LAST_FILE_PHASE P_STRIDED
 
 struct opts {
     const char *file, *dir;
-    uint64_t size, request, files, file_size;
+    uint64_t size, request, files, file_size, rank, nprocs;
     int fsync;
+    double start_at;   /* wall clock; 0: now */
 };
+
+/* The phase's start: now, or (waited for) the --start-at moment, as a
+ * bench_now() value. */
+static double phase_start(const struct opts *o)
+{
+    if (o->start_at <= 0)
+        return bench_now();
+    struct timespec ts = {(time_t)o->start_at, (long)((o->start_at - (double)(time_t)o->start_at) * 1e9)};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double late = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 - o->start_at;
+    return bench_now() - (late > 0 ? late : 0);   /* (a process that started late counts from T too) */
+}
 
 static void *alloc_aligned(size_t n)
 {
@@ -88,7 +125,7 @@ static void do_write(const struct opts *o)
     int fd;
 
     bench_pattern_fill(buf, o->request, 0);
-    t0 = bench_now();
+    t0 = phase_start(o);
     fd = open(o->file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         bench_die(prog, 1, "open %s", o->file);
@@ -117,7 +154,7 @@ static void do_read(const struct opts *o)
     double t0, t1;
     int fd;
 
-    t0 = bench_now();
+    t0 = phase_start(o);
     fd = open(o->file, O_RDONLY);
     if (fd < 0)
         bench_die(prog, 1, "open %s", o->file);
@@ -140,6 +177,54 @@ static void do_read(const struct opts *o)
     free(buf);
 }
 
+static void do_fsync(const struct opts *o)
+{
+    unsigned char *buf = alloc_aligned(o->file_size);
+    int fd = open(o->file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    double t0, t1;
+
+    if (fd < 0)
+        bench_die(prog, 1, "open %s", o->file);
+    bench_pattern_fill(buf, o->file_size, 0);
+    t0 = phase_start(o);
+    for (uint64_t i = 0; i < o->files; i++)
+        if ((o->file_size && pwrite(fd, buf, o->file_size, 0) != (ssize_t)o->file_size) || fsync(fd) != 0)
+            bench_die(prog, 1, "write and fsync %s", o->file);
+    t1 = bench_now();
+    if (close(fd) != 0)
+        bench_die(prog, 1, "close %s", o->file);
+    out_data("fsync", o->files * o->file_size, o->files, o->files, o->file_size, t1 - t0);
+    free(buf);
+}
+
+static void do_strided(const struct opts *o)
+{
+    unsigned char *buf = alloc_aligned(o->request);
+    uint64_t done = 0, ops = 0, pieces = (o->size + o->request - 1) / o->request;
+    double t0, t1;
+    int fd;
+
+    bench_pattern_fill(buf, o->request, o->rank);
+    t0 = phase_start(o);
+    fd = open(o->file, O_WRONLY | O_CREAT, 0644);
+    if (fd < 0)
+        bench_die(prog, 1, "open %s", o->file);
+    for (uint64_t i = o->rank; i < pieces; i += o->nprocs) {
+        uint64_t off = i * o->request, n = o->size - off < o->request ? o->size - off : o->request;
+        if (pwrite(fd, buf, (size_t)n, (off_t)off) != (ssize_t)n)
+            bench_die(prog, 1, "pwrite %s", o->file);
+        done += n;
+        ops++;
+    }
+    if (o->fsync && fsync(fd) != 0)
+        bench_die(prog, 1, "fsync %s", o->file);
+    if (close(fd) != 0)
+        bench_die(prog, 1, "close %s", o->file);
+    t1 = bench_now();
+    out_data("strided", done, ops, o->fsync ? 1 : 0, o->request, t1 - t0);
+    free(buf);
+}
+
 static void do_meta(const struct opts *o, enum phase ph)
 {
     char path[PATH_MAX];
@@ -147,18 +232,21 @@ static void do_meta(const struct opts *o, enum phase ph)
     double t0, t1;
     uint64_t bytes = 0;
 
-    if (ph == P_CREATE) {
+    if (ph == P_CREATE || ph == P_MKDIR) {
         if (bench_mkdir(o->dir) != 0)
             bench_die(prog, 1, "mkdir %s", o->dir);
         buf = alloc_aligned(o->file_size);
         bench_pattern_fill(buf, o->file_size, 0);
     }
-    t0 = bench_now();
+    uint64_t ops = 0;
+    t0 = phase_start(o);
     for (uint64_t i = 0; i < o->files; i++) {
         struct stat st;
+        char other[PATH_MAX];
         int fd;
 
-        snprintf(path, sizeof path, "%s/f.%07" PRIu64, o->dir, i);
+        snprintf(path, sizeof path, "%s/%s.%07" PRIu64, o->dir, ph == P_MKDIR || ph == P_RMDIR ? "d" : "f", i);
+        ops++;
         switch (ph) {
         case P_CREATE:
             fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
@@ -185,6 +273,20 @@ static void do_meta(const struct opts *o, enum phase ph)
             if (unlink(path) != 0)
                 bench_die(prog, 1, "unlink %s", path);
             break;
+        case P_RENAME:
+            snprintf(other, sizeof other, "%s/g.%07" PRIu64, o->dir, i);
+            if (rename(path, other) != 0 || rename(other, path) != 0)
+                bench_die(prog, 1, "rename %s", path);
+            ops++;
+            break;
+        case P_MKDIR:
+            if (mkdir(path, 0755) != 0)
+                bench_die(prog, 1, "mkdir %s", path);
+            break;
+        case P_RMDIR:
+            if (rmdir(path) != 0)
+                bench_die(prog, 1, "rmdir %s", path);
+            break;
         default:
             break;
         }
@@ -192,7 +294,7 @@ static void do_meta(const struct opts *o, enum phase ph)
     t1 = bench_now();
     printf("{\"workload\":\"limits\",\"phase\":\"%s\",\"files\":%" PRIu64 ",\"ops\":%" PRIu64
            ",\"file_size\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"seconds\":%.9f}\n",
-           phase_names[ph], o->files, o->files, o->file_size, bytes, t1 - t0);
+           phase_names[ph], o->files, ops, o->file_size, bytes, t1 - t0);
     free(buf);
 }
 
@@ -206,11 +308,14 @@ int main(int argc, char **argv)
         {"no-fsync", no_argument, NULL, 'F'},
         {"files", required_argument, NULL, 'n'},
         {"file-size", required_argument, NULL, 'z'},
+        {"rank", required_argument, NULL, 'R'},
+        {"nprocs", required_argument, NULL, 'P'},
+        {"start-at", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct opts o = {
-        .size = 1ull << 30, .request = 4u << 20, .files = 2000, .file_size = 0, .fsync = 1,
+        .size = 1ull << 30, .request = 4u << 20, .files = 2000, .file_size = 0, .fsync = 1, .nprocs = 1,
     };
     int c, li = 0, ph = -1;
 
@@ -236,6 +341,21 @@ int main(int argc, char **argv)
             if (bench_parse_size(optarg, &o.file_size) != 0 || o.file_size > (1ull << 30))
                 bench_die(prog, 0, "bad --file-size '%s' (0..1 GiB)", optarg);
             break;
+        case 'R':
+            if (bench_parse_u64(optarg, &o.rank) != 0)
+                bench_die(prog, 0, "bad --rank '%s'", optarg);
+            break;
+        case 'P':
+            if (bench_parse_u64(optarg, &o.nprocs) != 0 || o.nprocs == 0)
+                bench_die(prog, 0, "bad --nprocs '%s'", optarg);
+            break;
+        case 'T': {
+            char *end;
+            o.start_at = strtod(optarg, &end);
+            if (*end || o.start_at < 0)
+                bench_die(prog, 0, "bad --start-at '%s'", optarg);
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -249,15 +369,21 @@ int main(int argc, char **argv)
             ph = i;
     if (ph < 0)
         bench_die(prog, 0, "unknown phase '%s' (see --help)", argv[optind]);
-    if (ph <= P_READ && o.file == NULL)
+    if (ph <= LAST_FILE_PHASE && o.file == NULL)
         bench_die(prog, 0, "phase %s needs --file", argv[optind]);
-    if (ph > P_READ && o.dir == NULL)
+    if (ph > LAST_FILE_PHASE && o.dir == NULL)
         bench_die(prog, 0, "phase %s needs --dir", argv[optind]);
+    if (o.rank >= o.nprocs)
+        bench_die(prog, 0, "--rank must be below --nprocs");
 
     if (ph == P_WRITE)
         do_write(&o);
     else if (ph == P_READ)
         do_read(&o);
+    else if (ph == P_FSYNC)
+        do_fsync(&o);
+    else if (ph == P_STRIDED)
+        do_strided(&o);
     else
         do_meta(&o, (enum phase)ph);
     return bench_exit_status(1);

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -487,6 +488,39 @@ def test_limits_phases(native_dir: Path, tmp_path: Path) -> None:
     assert subprocess.run([L, "stat", "--dir", str(d), "--files", "1"], capture_output=True).returncode == 1
 
 
+def test_limits_calibration_phases(native_dir: Path, tmp_path: Path) -> None:
+    """The phases sluice bench calibrate adds: each makes the calls it counts
+    and leaves what it says (the witness: the directory's contents)."""
+    L = prog(native_dir, "limits")
+    d = tmp_path / "m"
+    run_json([L, "create", "--dir", str(d), "--files", "10"])
+    r = run_json([L, "rename", "--dir", str(d), "--files", "10"])
+    assert r["ops"] == 20 and sorted(p.name for p in d.iterdir()) == [f"f.{i:07d}" for i in range(10)]
+    assert run_json([L, "mkdir", "--dir", str(d), "--files", "5"])["ops"] == 5
+    assert sum(p.is_dir() for p in d.iterdir()) == 5
+    run_json([L, "rmdir", "--dir", str(d), "--files", "5"])
+    assert not any(p.is_dir() for p in d.iterdir())
+    f = tmp_path / "fs"
+    r = run_json([L, "fsync", "--file", str(f), "--files", "7", "--file-size", "4K"])
+    assert (r["ops"], r["fsyncs"], f.stat().st_size) == (7, 7, 4096)
+    # two processes started together write their pieces of one file: every
+    # 64 KiB piece is its rank's pattern
+    shared = tmp_path / "shared"
+    at = f"{time.time() + 0.5:.6f}"
+    procs = [subprocess.Popen([L, "strided", "--file", str(shared), "--size", "1M", "--request-size", "64K",
+                               "--rank", str(r), "--nprocs", "2", "--start-at", at], stdout=subprocess.PIPE, text=True)
+             for r in (0, 1)]
+    outs = [json.loads(p.communicate()[0]) for p in procs]
+    assert [o["bytes"] for o in outs] == [512 << 10, 512 << 10] and all(o["ops"] == 8 for o in outs)
+    data = np.frombuffer(shared.read_bytes(), dtype=np.uint8)
+    assert data.size == 1 << 20
+    for i in range(16):   # (a rank's pieces hold the pattern from offset `rank`)
+        assert np.array_equal(data[i * 65536:(i + 1) * 65536], pattern(i % 2, 65536)), i
+    bad = subprocess.run([L, "strided", "--file", str(shared), "--rank", "2", "--nprocs", "2"], capture_output=True,
+                         text=True)
+    assert bad.returncode != 0 and "--rank must be below --nprocs" in bad.stderr
+
+
 def test_nc_append_records_and_bytes(native_dir: Path, tmp_path: Path) -> None:
     f = tmp_path / "h.nc"
     argv = [prog(native_dir, "nc-append"), "--file", str(f), "--records", "7", "--nx", "5", "--ny", "3", "--vars", "2"]
@@ -802,3 +836,49 @@ def test_results_record_no_path_of_this_machine(tmp_path, monkeypatch):
     assert _shown_path("/somewhere/wt-1faf66d/build/native") == "build/native"
     (tmp_path / "build" / "dev" / "native").mkdir(parents=True)
     assert _shown_path(str(tmp_path / "build" / "dev" / "native")) == "build/dev/native"
+
+
+def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_path: Path) -> None:
+    """sluice bench calibrate on a local directory, at a small size: every
+    operation kind and figure is in the profile, measured (positive, and the
+    latency of one call is what its rate says), the table is printed, and
+    the target holds nothing of it afterwards."""
+    from conftest import sluice
+
+    target = tmp_path / "fs"
+    target.mkdir()
+    out = tmp_path / "local.json"
+    cp = sluice("bench", "calibrate", "--target", str(target), "-o", str(out), "--rounds", "2", "--files", "40",
+                "--size", "8M", "--procs", "1,2", "--no-drop-caches")
+    assert "metadata" in cp.stdout and "profile:" in cp.stdout
+    assert list(target.iterdir()) == []
+    from sluice.bench.calibrate import read_profile
+    doc = read_profile(out)
+    assert doc["settings"]["procs"] == [1, 2] and len(doc["rounds"]) == 2
+    assert set(doc["metadata"]) == {"create", "stat", "open", "rename", "unlink", "mkdir", "rmdir"}
+    for kind, m in doc["metadata"].items():
+        lat, rate1 = m["latency_s"]["median"], m["ops_per_s"]["1"]["median"]
+        assert lat > 0 and rate1 > 0 and m["ops_per_s"]["2"]["median"] > 0, kind
+        # one process, in each round: its rate is one call per latency
+        for r in doc["rounds"]:
+            one = r["procs"]["1"]
+            assert one[kind] * one[f"{kind}_latency_s"] == pytest.approx(1.0, rel=1e-6), kind
+    d = doc["data"]
+    for key in ("small_write_s", "small_read_s", "fsync_s"):
+        assert d[key]["median"] > 0
+    assert d["write_MBps"]["1"]["median"] > 0 and d["read_MBps"]["2"]["median"] > 0
+    assert d["shared_stripe"]["shared_MBps"]["median"] > 0 and d["shared_stripe"]["slowdown"]["median"] > 0
+    assert doc["settings"]["caches_dropped"] is False
+
+
+def test_calibrate_refuses_a_target_it_cannot_use(tmp_path: Path) -> None:
+    from conftest import sluice
+    from sluice.bench.calibrate import read_profile
+
+    cp = sluice("bench", "calibrate", "--target", str(tmp_path / "missing"), "-o", str(tmp_path / "p.json"),
+                check=False)
+    assert cp.returncode != 0 and "missing" in cp.stderr and "Traceback" not in cp.stderr
+    other = tmp_path / "other.json"
+    other.write_text('{"schema": "something else"}')
+    with pytest.raises(UserError, match="not a file-system profile"):
+        read_profile(other)

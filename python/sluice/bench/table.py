@@ -113,3 +113,54 @@ def print_results(doc: dict[str, Any], console: Console | None = None) -> None:
     for res in doc["workloads"].values():
         console.print()
         console.print(workload_table(res, label))
+
+
+def _us(x: float) -> str:
+    return fmt(x * 1e6) + " µs" if x == x else "–"
+
+
+def _spread(f: dict[str, float]) -> str:
+    s = f.get("spread")
+    return f"±{s * 50:.0f}%" if s is not None and s == s else ""
+
+
+def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
+    """A file-system profile (sluice bench calibrate) as two tables."""
+    console = console or Console()
+    st = doc["settings"]
+    console.print(f"file system: {fs_label(doc['filesystem'])}; {st['rounds']} round(s), medians"
+                  f" (± half the spread between rounds)"
+                  + ("" if st["caches_dropped"] else f"; page cache not dropped: {st['caches_not_dropped_because']}"),
+                  markup=False, highlight=False)
+    procs = [str(p) for p in st["procs"]]
+    nodes = [str(n) for n in range(1, st["nodes"] + 1)]
+    t = Table(title="metadata", title_justify="left")
+    t.add_column("operation")
+    t.add_column("latency", justify="right")
+    for p in procs:
+        t.add_column(f"{p} proc ops/s", justify="right")
+    for n in nodes:
+        t.add_column(f"{n} node ops/s", justify="right")
+    for kind, m in doc["metadata"].items():
+        lat = m["latency_s"]
+        row = [kind, f"{_us(lat['median'])} {_spread(lat)}"]
+        row += [f"{fmt(m['ops_per_s'][p]['median'])} {_spread(m['ops_per_s'][p])}" for p in procs]
+        row += [fmt(m["ops_per_s_by_nodes"][n]["median"]) for n in nodes]
+        t.add_row(*row)
+    console.print(t)
+    d = doc["data"]
+    t = Table(title="data", title_justify="left")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for p in procs:
+        t.add_row(f"write, {p} stream(s), MB/s", f"{fmt(d['write_MBps'][p]['median'])} {_spread(d['write_MBps'][p])}")
+        t.add_row(f"cold read, {p} stream(s), MB/s", f"{fmt(d['read_MBps'][p]['median'])} {_spread(d['read_MBps'][p])}")
+    for n in nodes:
+        t.add_row(f"write from {n} node(s), MB/s", fmt(d["write_MBps_by_nodes"][n]["median"]))
+    t.add_row(f"{st['small']} B write, per call", f"{_us(d['small_write_s']['median'])} {_spread(d['small_write_s'])}")
+    t.add_row(f"{st['small']} B cold read, per call", f"{_us(d['small_read_s']['median'])} {_spread(d['small_read_s'])}")
+    t.add_row(f"{st['small']} B write + fsync", f"{_us(d['fsync_s']['median'])} {_spread(d['fsync_s'])}")
+    sh = d["shared_stripe"]
+    t.add_row("2 writers sharing stripes / apart", f"{fmt(sh['shared_MBps']['median'])} / "
+              f"{fmt(sh['apart_MBps']['median'])} MB/s ({fmt(sh['slowdown']['median'])}x slower)")
+    console.print(t)

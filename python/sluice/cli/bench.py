@@ -73,7 +73,69 @@ def run(
     return doc
 
 
-@click.command("bench", context_settings={"help_option_names": ["-h", "--help"]})
+def _size(value: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    v = value.strip().upper()
+    try:
+        return int(float(v[:-1]) * units[v[-1]]) if v and v[-1] in units else int(v)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size (4M, 1G, 65536)") from None
+
+
+@click.command("calibrate", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--target", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="A directory on the file system to measure (a folder of its own is made inside it and removed).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The profile to write (JSON, docs/calibrate.md).")
+@click.option("--rounds", type=click.IntRange(1), default=3, show_default=True, help="Rounds; figures are their medians.")
+@click.option("--files", type=click.IntRange(10), default=500, show_default=True,
+              help="Files (and directories) per process in each metadata measurement.")
+@click.option("--size", "size_text", default="256M", show_default=True,
+              help="Bytes written (then read) in all by each bandwidth measurement.")
+@click.option("--procs", default="1,2,4", show_default=True, help="Processes at once, comma-separated.")
+@click.option("--nodes", type=click.IntRange(0, 8), default=0, show_default=True,
+              help="Also from 1..N of the testbed's simulated nodes at once (sluice testbed up --nodes N).")
+@click.option("--drop-caches/--no-drop-caches", default=True, show_default=True,
+              help="Drop the page cache before cold reads and stats (needs root).")
+def calibrate_command(target: Path, output: Path, rounds: int, files: int, size_text: str, procs: str, nodes: int,
+                      drop_caches: bool) -> None:
+    """Measure what the file system at --target charges: latencies and rates of
+    create, stat, open, rename, unlink, mkdir, rmdir from 1, 2, 4 processes (and
+    nodes), large and small write and read, fsync, a shared stripe. Writes the
+    profile that predictions read.
+
+    \b
+    Example:
+      sluice bench calibrate --target /mnt/sluice-pfs -o moosefs.json
+    """
+    from sluice.bench import calibrate as cal
+
+    try:
+        plist = sorted({int(x) for x in procs.split(",") if x.strip()})
+    except ValueError:
+        raise click.BadParameter(f"{procs!r}: processes as 1,2,4", param_hint="--procs") from None
+    if not plist or plist[0] < 1 or plist[-1] > 64:
+        raise click.BadParameter("between 1 and 64 processes", param_hint="--procs")
+    err = Console(stderr=True)
+    doc = cal.calibrate(target, rounds=rounds, files=files, size=_size(size_text), procs=plist, nodes=nodes,
+                        drop_caches=drop_caches, progress=lambda m: err.print(f"[dim]{m}[/dim]", highlight=False),
+                        argv=["sluice", *sys.argv[1:]])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(doc, indent=1) + "\n")
+    table.print_profile(doc, Console() if Console().is_terminal else Console(width=160))
+    click.echo(f"profile: {output} ({doc['duration_s']:.0f} s)")
+
+
+class _BenchCommand(click.Command):
+    """`sluice bench WORKLOAD...`, and `sluice bench calibrate ...` (a command of its own)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):   # type: ignore[override]
+        if args[:1] == ["calibrate"]:
+            return calibrate_command.make_context("calibrate", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command("bench", cls=_BenchCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--target", type=click.Path(file_okay=False, path_type=Path), help="Directory to benchmark in (a scratch folder is made inside it and removed).")
 @click.option("--rounds", type=click.IntRange(1), default=5, show_default=True, help="Measured rounds per workload.")
 @click.option("--warmup", type=click.IntRange(0), default=1, show_default=True, help="Warm-up rounds (not counted).")
@@ -93,6 +155,9 @@ def command(**kwargs: Any) -> None:
     median of round-by-round ratios against the first variant, and each figure
     as a fraction of the physical limits (workload `limits`, measured in the
     same invocation; a quick version runs when it is not named).
+
+    `sluice bench calibrate --target DIR -o FS.json` measures what a file
+    system charges per operation instead (see its --help).
 
     \b
     Example:

@@ -1,0 +1,263 @@
+"""``sluice bench calibrate``: what a file system charges, measured in a few
+minutes and written as a profile (docs/calibrate.md) that predictions
+(issue: `sluice predict`, `--mode auto`) read.
+
+Per operation kind, the time one process waits for one call (latency) and
+the rate 1, 2, 4, ... processes reach together (the server's queueing);
+large and small writes and reads (bandwidth, and the fixed cost of a call);
+fsync; and what sharing one stripe between two writers costs against each
+writing a file of its own. On the testbed's simulated nodes the creates and
+writes are also made from 1, 2, ... nodes at once, each through its own
+client. Every figure is the median of the rounds, with its spread.
+
+Safe on a production file system: everything happens in a directory of its
+own under the target (removed afterwards, also after a failure), the bytes
+written are bounded by --size (at most 2x at once), and nothing else is
+touched. Needs root only to drop the page cache before the cold reads and
+stats (without it they may be served from memory, and the profile says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sluice.bench import sysinfo
+from sluice.bench.caches import CacheDropper
+from sluice.errors import UserError
+from sluice.paths import native
+
+SCHEMA = "sluice-fs-profile 1"
+PROGRAM = "sluice-bench-limits"
+# operation kind -> the program's phase; the profile's names are sluice's
+# counter names' kinds (POSIX_OPENS, POSIX_STATS, ...)
+META_PHASES = {"create": "create", "stat": "stat", "open": "openclose", "rename": "rename", "unlink": "unlink",
+               "mkdir": "mkdir", "rmdir": "rmdir"}
+SMALL = 4096          # bytes of a small write or read (the per-call cost)
+SHARED_PIECE = 64 << 10
+
+
+class Calibration:
+    """One calibration: settings, the program, and where it runs."""
+
+    def __init__(self, target: Path, *, rounds: int, files: int, size: int, procs: list[int],
+                 nodes: int, caches: CacheDropper, progress: Callable[[str], None]):
+        self.target, self.rounds, self.files, self.size = target, rounds, files, size
+        self.procs, self.nodes, self.caches, self.progress = procs, nodes, caches, progress
+        self.prog = str(native(PROGRAM, "bin"))
+        self.work = Path(tempfile.mkdtemp(prefix="sluice-calibrate.", dir=target))
+        self.raw: list[dict[str, Any]] = []
+
+    # ---- running the program
+
+    def _start(self, argv: list[str], node: int = 0) -> subprocess.Popen:
+        if node:
+            from sluice import testbed
+            argv = testbed.node_command(f"node{node}", argv, cwd="/")
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def together(self, argvs: list[list[str]], nodes: list[int] | None = None) -> list[dict[str, Any]]:
+        """Run the programs at once (they begin at one moment: --start-at);
+        their JSON lines."""
+        at = time.time() + 0.15 + 0.03 * len(argvs) + (0.2 if nodes else 0)
+        start = ["--start-at", f"{at:.6f}"] if len(argvs) > 1 else []
+        procs = [self._start([*a, *start], (nodes or [0] * len(argvs))[i]) for i, a in enumerate(argvs)]
+        out = []
+        for p in procs:
+            stdout, stderr = p.communicate()
+            if p.returncode != 0:
+                raise UserError(f"calibrate: {PROGRAM} failed ({p.returncode}): {stderr.strip()[-300:]}")
+            out.append(json.loads(stdout.strip().splitlines()[-1]))
+        return out
+
+    def one(self, argv: list[str]) -> dict[str, Any]:
+        return self.together([argv])[0]
+
+    # ---- the measurements of one round
+
+    def metadata(self, nprocs: int, node_of: Callable[[int], int] | None = None) -> dict[str, float]:
+        """Every metadata kind with nprocs processes at once, each in a
+        directory of its own: kind -> (ops/s together, seconds per op of
+        the slowest)."""
+        dirs = [self.work / f"m{nprocs}.{i}" for i in range(nprocs)]
+        nodes = [node_of(i) for i in range(nprocs)] if node_of else None
+        rates: dict[str, float] = {}
+        for kind, phase in META_PHASES.items():
+            if kind == "stat":
+                self.caches.drop()   # a cold stat asks the server
+            res = self.together([[self.prog, phase, "--dir", str(d), "--files", str(self.files)] for d in dirs],
+                                nodes)
+            ops = sum(r["ops"] for r in res)
+            secs = max(r["seconds"] for r in res)
+            rates[kind] = ops / secs if secs > 0 else float("nan")
+            rates[f"{kind}_latency_s"] = max(r["seconds"] / r["ops"] for r in res if r["ops"])
+            if kind == "rmdir":
+                self.caches.drop()
+        for d in dirs:   # (unlink and rmdir emptied them)
+            shutil.rmtree(d, ignore_errors=True)
+        return rates
+
+    def bandwidth(self, nprocs: int, node_of: Callable[[int], int] | None = None) -> dict[str, float]:
+        """Large writes (with fsync) and cold reads, nprocs streams at once
+        (size bytes in all): MB/s together."""
+        per = max(self.size // nprocs, 4 << 20)
+        files = [self.work / f"d{nprocs}.{i}" for i in range(nprocs)]
+        nodes = [node_of(i) for i in range(nprocs)] if node_of else None
+        w = self.together([[self.prog, "write", "--file", str(f), "--size", str(per)] for f in files], nodes)
+        self.caches.drop()
+        r = self.together([[self.prog, "read", "--file", str(f)] for f in files], nodes)
+        for f in files:
+            f.unlink(missing_ok=True)
+        mb = lambda res: sum(x["bytes"] for x in res) / max(x["seconds"] for x in res) / 1e6  # noqa: E731
+        return {"write_MBps": mb(w), "read_MBps": mb(r)}
+
+    def small_calls(self) -> dict[str, float]:
+        """A stream of 4 KiB writes, then of cold 4 KiB reads, one process:
+        seconds per call."""
+        f = self.work / "small"
+        n = max(1024, min(16384, self.size // (16 * SMALL)))
+        w = self.one([self.prog, "write", "--file", str(f), "--size", str(n * SMALL), "--request-size", str(SMALL),
+                      "--no-fsync"])
+        self.caches.drop()
+        r = self.one([self.prog, "read", "--file", str(f), "--request-size", str(SMALL)])
+        f.unlink(missing_ok=True)
+        return {"small_write_s": w["seconds"] / w["ops"], "small_read_s": r["seconds"] / max(r["ops"], 1)}
+
+    def fsync(self) -> dict[str, float]:
+        f = self.work / "fsync"
+        r = self.one([self.prog, "fsync", "--file", str(f), "--files", "50", "--file-size", str(SMALL)])
+        f.unlink(missing_ok=True)
+        return {"fsync_s": r["seconds"] / r["ops"]}
+
+    def shared_stripe(self) -> dict[str, float]:
+        """Two writers, 64 KiB pieces: interleaved in one file (every stripe
+        shared) against each writing the same pieces into a file of its
+        own: MB/s together."""
+        size = max(8 << 20, min(self.size // 4, 64 << 20))
+        shared = self.work / "shared"
+        res = self.together([[self.prog, "strided", "--file", str(shared), "--size", str(size), "--request-size",
+                              str(SHARED_PIECE), "--rank", str(r), "--nprocs", "2"] for r in (0, 1)])
+        own = [self.work / f"own{r}" for r in (0, 1)]
+        alone = self.together([[self.prog, "strided", "--file", str(own[r]), "--size", str(size), "--request-size",
+                                str(SHARED_PIECE), "--rank", str(r), "--nprocs", "2"] for r in (0, 1)])
+        for f in (shared, *own):
+            f.unlink(missing_ok=True)
+        mb = lambda rs: sum(x["bytes"] for x in rs) / max(x["seconds"] for x in rs) / 1e6  # noqa: E731
+        return {"shared_MBps": mb(res), "apart_MBps": mb(alone)}
+
+    def round(self, k: int) -> dict[str, Any]:
+        row: dict[str, Any] = {"round": k, "load1_before": sysinfo.loadavg()[0], "procs": {}, "nodes": {}}
+        for p in self.procs:
+            self.progress(f"calibrate: round {k + 1}/{self.rounds}: {p} process{'es' if p > 1 else ''}")
+            row["procs"][str(p)] = {**self.metadata(p), **self.bandwidth(p)}
+        row.update(self.small_calls())
+        row.update(self.fsync())
+        row.update(self.shared_stripe())
+        for n in range(1, self.nodes + 1):
+            self.progress(f"calibrate: round {k + 1}/{self.rounds}: {n} node{'s' if n > 1 else ''}")
+            node_of = (lambda i, n=n: i % n + 1)
+            row["nodes"][str(n)] = {**self.metadata(n, node_of), **self.bandwidth(n, node_of)}
+        return row
+
+    def run(self) -> list[dict[str, Any]]:
+        try:
+            for k in range(self.rounds):
+                self.raw.append(self.round(k))
+        finally:
+            shutil.rmtree(self.work, ignore_errors=True)
+        return self.raw
+
+
+def _median(values: list[float]) -> dict[str, float]:
+    """The median and the spread (max/min - 1) of a figure's rounds."""
+    v = sorted(x for x in values if x == x)
+    if not v:
+        return {"median": float("nan"), "spread": float("nan")}
+    return {"median": statistics.median(v), "spread": (v[-1] / v[0] - 1) if v[0] > 0 else float("nan")}
+
+
+def summarize(raw: list[dict[str, Any]], procs: list[int], nodes: int) -> dict[str, Any]:
+    """The profile's figures from the rounds."""
+    def fig(get: Callable[[dict[str, Any]], float]) -> dict[str, float]:
+        return _median([get(r) for r in raw])
+
+    one = str(procs[0])
+    meta = {}
+    for kind in META_PHASES:
+        meta[kind] = {
+            "latency_s": fig(lambda r, k=kind: r["procs"][one][f"{k}_latency_s"]),
+            "ops_per_s": {str(p): fig(lambda r, k=kind, p=p: r["procs"][str(p)][k]) for p in procs},
+        }
+        if nodes:
+            meta[kind]["ops_per_s_by_nodes"] = {str(n): fig(lambda r, k=kind, n=n: r["nodes"][str(n)][k])
+                                                for n in range(1, nodes + 1)}
+    data = {
+        "write_MBps": {str(p): fig(lambda r, p=p: r["procs"][str(p)]["write_MBps"]) for p in procs},
+        "read_MBps": {str(p): fig(lambda r, p=p: r["procs"][str(p)]["read_MBps"]) for p in procs},
+        "small_write_s": fig(lambda r: r["small_write_s"]),
+        "small_read_s": fig(lambda r: r["small_read_s"]),
+        "fsync_s": fig(lambda r: r["fsync_s"]),
+        "shared_stripe": {
+            "piece": SHARED_PIECE,
+            "shared_MBps": fig(lambda r: r["shared_MBps"]),
+            "apart_MBps": fig(lambda r: r["apart_MBps"]),
+            "slowdown": fig(lambda r: r["apart_MBps"] / r["shared_MBps"]),
+        },
+    }
+    if nodes:
+        data["write_MBps_by_nodes"] = {str(n): fig(lambda r, n=n: r["nodes"][str(n)]["write_MBps"])
+                                       for n in range(1, nodes + 1)}
+    return {"metadata": meta, "data": data}
+
+
+def calibrate(target: Path, *, rounds: int = 3, files: int = 500, size: int = 256 << 20,
+              procs: list[int] | None = None, nodes: int = 0, drop_caches: bool = True,
+              progress: Callable[[str], None] = lambda m: None, argv: list[str] | None = None) -> dict[str, Any]:
+    """Measure target's file system; the profile as a dict."""
+    if not target.is_dir():
+        raise UserError(f"calibrate: --target {target} is not a directory")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise UserError(f"calibrate: cannot write in {target}")
+    procs = procs or [1, 2, 4]
+    caches = CacheDropper(enabled=drop_caches)
+    if nodes:
+        from sluice.bench import nodes as bench_nodes
+        bench_nodes.node_mounts(nodes, "calibrate", target)
+    started = time.time()
+    cal = Calibration(target, rounds=rounds, files=files, size=size, procs=procs, nodes=nodes, caches=caches,
+                      progress=progress)
+    raw = cal.run()
+    doc = {
+        "schema": SCHEMA,
+        "command": " ".join(argv) if argv else None,
+        "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "duration_s": round(time.time() - started, 1),
+        "target": str(target),
+        "filesystem": sysinfo.filesystem_info(target),
+        "machine": sysinfo.machine_info(),
+        "settings": {"rounds": rounds, "files": files, "size": size, "procs": procs, "nodes": nodes,
+                     "small": SMALL, "caches_dropped": caches.possible,
+                     "caches_not_dropped_because": caches.reason},
+        **summarize(raw, procs, nodes),
+        "rounds": raw,
+    }
+    return doc
+
+
+def read_profile(path: Path) -> dict[str, Any]:
+    """A profile written by calibrate; a UserError naming what is wrong otherwise."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read the file-system profile {path}: {e}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise UserError(f"{path} is not a file-system profile of this sluice (want schema {SCHEMA!r})")
+    return doc
