@@ -31,14 +31,16 @@ class CacheDropper:
     def possible(self) -> bool:
         return self.reason is None
 
-    def drop(self) -> bool:
-        """sync, then drop page cache, dentries and inodes. True if it was done."""
+    def drop(self, what: str = "3") -> bool:
+        """sync, then drop page cache, dentries and inodes ("3"; "2": only
+        dentries and inodes, so that the next lookups ask the file system
+        while its servers' data stays cached). True if it was done."""
         if not self.possible:
             return False
         os.sync()
         try:
             with open(self.path, "w") as f:
-                f.write("3\n")
+                f.write(f"{what}\n")
         except OSError as e:
             self.reason = f"cannot write {self.path}: {e.strerror or e}"
             return False

@@ -43,6 +43,7 @@ META_PHASES = {"create": "create", "stat": "stat", "open": "openclose", "rename"
                "mkdir": "mkdir", "rmdir": "rmdir"}
 SMALL = 4096          # bytes of a small write or read (the per-call cost)
 SHARED_PIECE = 64 << 10
+SETTLE_S = 0.2        # after a sync (which also writes back the servers of a testbed on this machine)
 
 
 class Calibration:
@@ -91,16 +92,16 @@ class Calibration:
         nodes = [node_of(i) for i in range(nprocs)] if node_of else None
         rates: dict[str, float] = {}
         for kind, phase in META_PHASES.items():
-            if kind == "stat":
-                self.caches.drop()   # a cold stat asks the server
+            if kind in ("stat", "open"):
+                # dentries and inodes only: the lookups ask the server, whose
+                # data (and the page cache of everything else) stays warm
+                self.caches.drop("2")
             res = self.together([[self.prog, phase, "--dir", str(d), "--files", str(self.files)] for d in dirs],
                                 nodes)
             ops = sum(r["ops"] for r in res)
             secs = max(r["seconds"] for r in res)
             rates[kind] = ops / secs if secs > 0 else float("nan")
             rates[f"{kind}_latency_s"] = max(r["seconds"] / r["ops"] for r in res if r["ops"])
-            if kind == "rmdir":
-                self.caches.drop()
         for d in dirs:   # (unlink and rmdir emptied them)
             shutil.rmtree(d, ignore_errors=True)
         return rates
@@ -153,18 +154,35 @@ class Calibration:
         mb = lambda rs: sum(x["bytes"] for x in rs) / max(x["seconds"] for x in rs) / 1e6  # noqa: E731
         return {"shared_MBps": mb(res), "apart_MBps": mb(alone)}
 
+    def settle(self) -> None:
+        """What was written reaches the servers' disks before the next
+        measurement (a file system still writing back times slow)."""
+        os.sync()
+        time.sleep(SETTLE_S)
+
     def round(self, k: int) -> dict[str, Any]:
+        """The metadata calls first, the bytes last (their write-back would
+        slow what comes after them), the file system settled in between."""
         row: dict[str, Any] = {"round": k, "load1_before": sysinfo.loadavg()[0], "procs": {}, "nodes": {}}
+        self.settle()
         for p in self.procs:
-            self.progress(f"calibrate: round {k + 1}/{self.rounds}: {p} process{'es' if p > 1 else ''}")
-            row["procs"][str(p)] = {**self.metadata(p), **self.bandwidth(p)}
-        row.update(self.small_calls())
-        row.update(self.fsync())
-        row.update(self.shared_stripe())
+            self.progress(f"calibrate: round {k + 1}/{self.rounds}: metadata, {p} process{'es' if p > 1 else ''}")
+            row["procs"][str(p)] = self.metadata(p)
         for n in range(1, self.nodes + 1):
-            self.progress(f"calibrate: round {k + 1}/{self.rounds}: {n} node{'s' if n > 1 else ''}")
-            node_of = (lambda i, n=n: i % n + 1)
-            row["nodes"][str(n)] = {**self.metadata(n, node_of), **self.bandwidth(n, node_of)}
+            self.progress(f"calibrate: round {k + 1}/{self.rounds}: metadata, {n} node{'s' if n > 1 else ''}")
+            row["nodes"][str(n)] = self.metadata(n, lambda i, n=n: i % n + 1)
+        self.settle()
+        row.update(self.fsync())
+        row.update(self.small_calls())
+        self.settle()
+        row.update(self.shared_stripe())
+        for p in self.procs:
+            self.settle()
+            self.progress(f"calibrate: round {k + 1}/{self.rounds}: bandwidth, {p} stream{'s' if p > 1 else ''}")
+            row["procs"][str(p)].update(self.bandwidth(p))
+        for n in range(1, self.nodes + 1):
+            self.settle()
+            row["nodes"][str(n)].update(self.bandwidth(n, lambda i, n=n: i % n + 1))
         return row
 
     def run(self) -> list[dict[str, Any]]:
