@@ -23,7 +23,8 @@ from sluice.errors import UserError
 
 # Workflow order: what a user does first comes first in --help.
 VERBS = [
-    "run", "farm", "status", "wait", "drain", "recover", "report", "advise", "export", "demo", "testbed", "bench",
+    "run", "farm", "status", "wait", "drain", "recover", "report", "advise", "predict", "export", "demo", "testbed",
+    "bench",
 ]
 
 DESCRIPTION = ("sluice: run a program unchanged, see what it does to the file system, and cut it "

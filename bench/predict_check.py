@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Predictions checked against measurement: each bench workload program
+runs under `sluice run --mode profile`, `sluice predict` reads that run's
+logs, then the program runs under each modelled mode, and the predicted fs
+side is compared with the measured one, counter by counter (the job's
+totals). Prints the table and writes it as JSON; exits 1 when a count is
+off by more than --tolerance (10 % by default).
+
+    bench/predict_check.py --target /mnt/sluice-pfs [--workloads smallio,nc-append] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTERS = ("POSIX_WRITES", "POSIX_READS", "POSIX_OPENS", "POSIX_STATS", "POSIX_BYTES_WRITTEN",
+            "POSIX_BYTES_READ", "STDIO_WRITES")
+
+
+def workloads(native: Path, work: Path) -> dict[str, list[list[str]]]:
+    """Workload -> its program runs (setup first where it has one), small enough for CI."""
+    b = lambda name: str(native / f"sluice-bench-{name}")  # noqa: E731
+    return {
+        "smallio": [[b("smallio"), "--file", f"{work}/smallio", "--size", "16M"]],
+        "nc-append": [[b("nc-append"), "--file", f"{work}/append.nc", "--records", "200"]],
+        "nc-append-64bit": [[b("nc-append"), "--file", f"{work}/append64.nc", "--records", "200", "--format",
+                             "64bit"]],
+        "ensemble": [[b("ensemble"), "--dir", f"{work}/ens", "--procs", "2", "--files", "50", "--steps", "3"]],
+        "randread": [[b("randread"), "--file", f"{work}/rand", "--size", "16M", "--reads", "2000"]],
+        "smallread": [[b("smallread"), "--dir", f"{work}/sr", "--files", "200"]],
+        "strided-shared": [[b("strided-shared"), "--file", f"{work}/strided", "--procs", "2", "--size", "8M"]],
+        "fpp-netcdf": [[b("fpp-netcdf"), "--dir", f"{work}/fpp", "--procs", "2"]],
+    }
+
+
+def sluice(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sluice", *args], env=env, text=True, capture_output=True)
+
+
+def totals(logdir: Path, work: Path, env: dict[str, str]) -> dict[str, float]:
+    """The job's fs side, summed over the files under work."""
+    cp = sluice("report", "--json", str(logdir), env=env)
+    if cp.returncode != 0:
+        raise SystemExit(f"predict_check: report failed: {cp.stderr.strip()}")
+    out = {k: 0.0 for k in COUNTERS}
+    for f in json.loads(cp.stdout)["files"]:
+        if f["path"].startswith(str(work)):
+            for k in COUNTERS:
+                out[k] += f["fs"].get(k) or 0
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", type=Path, default=Path(tempfile.gettempdir()))
+    ap.add_argument("--workloads", default="all")
+    ap.add_argument("--modes", default="buffer")
+    ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    native = Path(os.environ.get("SLUICE_NATIVE_DIR") or ROOT / "build" / "dev" / "native").resolve()
+    env = dict(os.environ, SLUICE_NATIVE_DIR=str(native),
+               PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    work_root = Path(tempfile.mkdtemp(prefix="sluice-predict-check.", dir=a.target))
+    rows, bad = [], 0
+    try:
+        for name, runs in workloads(native, work_root).items():
+            if a.workloads != "all" and name not in a.workloads.split(","):
+                continue
+            measured, predicted = {}, None
+            for mode in ["profile", *a.modes.split(",")]:
+                work = work_root / f"{name}.{mode}"
+                work.mkdir()
+                logs = work_root / f"{name}.{mode}.logs"
+                for argv in workloads(native, work)[name]:
+                    cp = sluice("run", "-q", "--mode", mode, "--log-dir", str(logs), "--path", str(work), "--",
+                                *argv, env=env)
+                    if cp.returncode != 0:
+                        raise SystemExit(f"predict_check: {name} under {mode} failed: {cp.stderr.strip()[-400:]}")
+                measured[mode] = totals(logs, work, env)
+                if mode == "profile":
+                    cp = sluice("predict", "--json", str(logs), env=env)
+                    if cp.returncode != 0:
+                        raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
+                    predicted = json.loads(cp.stdout)["modes"]
+            for mode in ["profile", *a.modes.split(",")]:
+                p = predicted[mode]["fs"]
+                for k in COUNTERS:
+                    m = measured[mode][k]
+                    err = (p[k] - m) / m if m else (0.0 if p[k] == 0 else float("inf"))
+                    ok = abs(err) <= a.tolerance
+                    bad += not ok
+                    rows.append({"workload": name, "mode": mode, "counter": k, "predicted": p[k], "measured": m,
+                                 "error": err, "ok": ok})
+                    if m or p[k]:
+                        print(f"{name:16s} {mode:8s} {k:20s} predicted {p[k]:>12,.0f}  measured {m:>12,.0f}  "
+                              f"{err * 100:+7.1f}%{'' if ok else '  <-- off'}")
+    finally:
+        shutil.rmtree(work_root, ignore_errors=True)
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps({"command": " ".join(sys.argv), "tolerance": a.tolerance, "rows": rows},
+                                     indent=1) + "\n")
+    print(f"{sum(r['ok'] for r in rows)} of {len(rows)} counts within {a.tolerance * 100:.0f} %")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""`sluice predict`: what each mode would make of a job, on a file system."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--fs", "fs_profile", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The file system's profile (sluice bench calibrate); without it, built-in figures for its type.")
+@click.option("--scale", type=click.IntRange(1), help="Predict for this many processes, each repeating the "
+              "logged pattern (weak scaling).")
+@click.option("--job", "job_id", help="The job to read when the inputs hold several.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: file_system, job, modes.")
+def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None, job_id: str | None,
+            as_json: bool) -> None:
+    """Predict, from a profile-mode run's logs, the calls and bytes each mode
+    would send to the file system and the I/O time they would take there
+    (docs/predict.md)."""
+    from sluice import predict as pr
+    from sluice.report.model import load_job
+
+    doc = pr.predict(load_job(list(inputs), job_id), pr.load(fs_profile), scale)
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+        return
+    j = doc["job"]
+    click.echo(f"job {j['id']}: {j['processes']} process(es), {j['files']} file(s)"
+               + (f"; predicted for {j['predicted_for']} processes" if j["predicted_for"] != j["processes"] else ""))
+    click.echo(f"file system: {doc['file_system']['name']}")
+    rows = [("mode", "writes", "reads", "metadata ops", "I/O time")]
+    for mode, m in doc["modes"].items():
+        if not m["modelled"]:
+            rows.append((mode, "", "", "", f"({m['why']})"))
+            continue
+        fs = m["fs"]
+        rows.append((mode, _n(fs["POSIX_WRITES"] + fs["STDIO_WRITES"]), _n(fs["POSIX_READS"] + fs["STDIO_READS"]),
+                     _n(m["metadata_ops"]), f"{m['io_time_s']:.3g} s"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) if i == 0 or not c or c.startswith("(") else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(r, widths))).rstrip())

@@ -1,0 +1,248 @@
+"""``sluice predict``: what each mode would make reach the file system for a
+job, from its profile-mode logs, and what that would cost on a file system
+described by a profile (``sluice bench calibrate``; docs/predict.md).
+
+Per file, the fs side the mode would leave, in the counter names of
+``sluice report --json`` (so that a prediction and a measurement compare
+key by key), then the I/O time those calls and bytes take on the profiled
+file system at the job's concurrency. Modes modelled so far:
+
+- ``profile``: the fs side as logged (what the kernel saw);
+- ``buffer``: writes and reads coalesced into ``--buffer-size`` units, as
+  buffer mode's window and read-ahead do (each close and fsync writes out
+  what is held; a write that does not continue the previous one starts a
+  piece of its own; a write of a unit or more goes straight through; a
+  read that does not continue the previous one goes as asked, a run of
+  consecutive ones is read ahead in windows growing to ``--readahead``);
+  every other call as logged.
+
+Stage, auto and acb are listed as not modelled yet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sluice.advise.gain import calls_left
+from sluice.errors import UserError
+from sluice.report.model import FileTotals, Job
+
+UNIT = 4 << 20          # buffer mode's unit (--buffer-size)
+READAHEAD = 4 << 20     # buffer mode's largest read-ahead window (--readahead)
+MIN_FILL = 16 << 10     # its first fill: 4x the read, at least this
+
+# The metadata kinds of a file-system profile and the counters they cost
+META_KINDS = {"open": ("POSIX_OPENS", "STDIO_OPENS"), "stat": ("POSIX_STATS",), "rename": ("POSIX_RENAMES",),
+              "unlink": ("POSIX_UNLINKS",), "mkdir": ("POSIX_MKDIRS",), "rmdir": ("POSIX_RMDIRS",)}
+PREDICTED = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX_SEEKS", "POSIX_RENAMES",
+             "POSIX_UNLINKS", "POSIX_MKDIRS", "POSIX_RMDIRS", "POSIX_FSYNCS", "POSIX_FDSYNCS", "POSIX_BYTES_READ",
+             "POSIX_BYTES_WRITTEN", "STDIO_OPENS", "STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ",
+             "STDIO_BYTES_WRITTEN")
+MODES = ("profile", "buffer", "stage", "auto", "acb")
+NOT_YET = {"stage": "stage mode is not modelled yet", "auto": "auto mode is not modelled yet",
+           "acb": "acb is not modelled yet"}
+
+# What a file-system type charges when no profile is given: round numbers
+# on the safe side (a parallel file system's metadata calls each a round
+# trip to a loaded server; a node's own disk, microseconds).
+BUILTIN = {
+    "local": {"latency_s": {"open": 5e-6, "stat": 3e-6, "rename": 2e-5, "unlink": 1e-5, "mkdir": 2e-5,
+                            "rmdir": 2e-5, "create": 2e-5},
+              "write_MBps": 500.0, "read_MBps": 1000.0, "small_write_s": 5e-6, "small_read_s": 3e-6,
+              "fsync_s": 5e-4},
+    "parallel": {"latency_s": {"open": 5e-4, "stat": 3e-4, "rename": 1e-3, "unlink": 1e-3, "mkdir": 1e-3,
+                               "rmdir": 1e-3, "create": 1e-3},
+                 "write_MBps": 500.0, "read_MBps": 500.0, "small_write_s": 1e-4, "small_read_s": 1e-4,
+                 "fsync_s": 2e-3},
+}
+LOCAL_TYPES = {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "zfs", "f2fs", "overlay"}
+
+
+def _v(d: Mapping[str, float], *names: str) -> float:
+    return sum(d.get(n) or 0 for n in names)
+
+
+def _small_writes(app: Mapping[str, float], unit: int) -> float:
+    """Writes shorter than a unit (from the size buckets: those below 4 MiB
+    when the unit is 4 MiB)."""
+    buckets = [("0_100", 100), ("100_1K", 1 << 10), ("1K_10K", 10 << 10), ("10K_100K", 100 << 10),
+               ("100K_1M", 1 << 20), ("1M_4M", 4 << 20), ("4M_10M", 10 << 20), ("10M_100M", 100 << 20),
+               ("100M_1G", 1 << 30)]
+    return sum(_v(app, f"POSIX_SIZE_WRITE_{b}") for b, top in buckets if top <= unit)
+
+
+def buffer_writes(app: Mapping[str, float], fs: Mapping[str, float], unit: int = UNIT) -> int:
+    """The write calls buffer mode would leave of a file's logged ones."""
+    calls = _v(fs, "POSIX_WRITES")
+    if calls <= 0:
+        return 0
+    smalls = min(calls, _small_writes(app, unit))
+    flushes = _v(app, "POSIX_OPENS") + _v(app, "POSIX_FSYNCS", "POSIX_FDSYNCS")
+    pieces = max(1.0, _v(app, "POSIX_WRITES") - _v(app, "POSIX_CONSEC_WRITES"))
+    return calls_left(calls, smalls, _v(fs, "POSIX_BYTES_WRITTEN"), flushes, unit, pieces)
+
+
+def buffer_reads(app: Mapping[str, float], fs: Mapping[str, float], readahead: int = READAHEAD) -> int:
+    """The read calls buffer mode would leave: each read that does not
+    continue the previous one goes as asked, and each run of consecutive
+    reads after it is read ahead in windows of 4x the read (at least 16
+    KiB), doubling up to `readahead`."""
+    calls = _v(fs, "POSIX_READS")
+    if calls <= 0:
+        return 0
+    consec = min(_v(app, "POSIX_CONSEC_READS"), calls)
+    runs = max(1.0, calls - consec)
+    size = _v(fs, "POSIX_BYTES_READ") / calls
+    if size >= readahead or consec == 0:
+        return int(calls)
+    per_run = consec / runs * size           # bytes a run reads after its first read
+    fills, window, left = 0, max(MIN_FILL, 4 * size), per_run
+    while left > 0 and fills < 64:
+        fills += 1
+        left -= window
+        window = min(readahead, 2 * window)
+    if left > 0:
+        fills += math.ceil(left / readahead)
+    return int(min(calls, runs * (1 + fills)))
+
+
+def stdio_writes(fs: Mapping[str, float], app: Mapping[str, float], unit: int = UNIT) -> int:
+    """A stream's kernel writes under buffer mode: its glibc buffer is one
+    unit, so one write per unit of bytes, and one at each flush."""
+    calls = _v(fs, "STDIO_WRITES")
+    if calls <= 0:
+        return 0
+    nbytes = _v(fs, "STDIO_BYTES_WRITTEN")
+    flushes = _v(app, "STDIO_OPENS") + _v(app, "STDIO_FLUSHES")
+    return int(min(calls, max(math.ceil(nbytes / unit), flushes)))
+
+
+@dataclass
+class FileSystem:
+    """What the predicted calls cost: a calibrated profile's figures, or the
+    built-in ones of a file-system type."""
+
+    name: str
+    latency_s: dict[str, float]
+    rate_by_procs: dict[str, dict[int, float]] = field(default_factory=dict)
+    write_MBps: float = 500.0
+    read_MBps: float = 500.0
+    small_write_s: float = 1e-4
+    small_read_s: float = 1e-4
+    fsync_s: float = 1e-3
+    calibrated: bool = False
+
+    def meta_seconds(self, kind: str, calls: float, procs: int) -> float:
+        """calls of a kind spread over procs processes: the time until the
+        last is answered, at the calibrated rate for that many processes
+        (interpolated; beyond the largest measured, that one: the server
+        is saturated), else one latency per call and process."""
+        rates = self.rate_by_procs.get(kind)
+        if not rates:
+            return calls / max(procs, 1) * self.latency_s.get(kind, 1e-4)
+        pts = sorted(rates.items())
+        rate = pts[-1][1]
+        if procs <= pts[0][0]:
+            rate = pts[0][1]
+        for (p0, r0), (p1, r1) in zip(pts, pts[1:]):
+            if p0 <= procs <= p1:
+                rate = r0 + (r1 - r0) * (procs - p0) / (p1 - p0)
+        return calls / rate if rate > 0 else float("inf")
+
+
+def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSystem:
+    if profile:
+        meta = profile["metadata"]
+        lat = {k: m["latency_s"]["median"] for k, m in meta.items()}
+        rates = {k: {int(p): r["median"] for p, r in m["ops_per_s"].items()} for k, m in meta.items()}
+        d = profile["data"]
+        return FileSystem(name=f"{profile['filesystem'].get('type', '?')} at {profile.get('target')} (calibrated "
+                          f"{profile.get('measured', '')})", latency_s=lat, rate_by_procs=rates,
+                          write_MBps=d["write_MBps"]["1"]["median"], read_MBps=d["read_MBps"]["1"]["median"],
+                          small_write_s=d["small_write_s"]["median"], small_read_s=d["small_read_s"]["median"],
+                          fsync_s=d["fsync_s"]["median"], calibrated=True)
+    kind = "local" if fstype in LOCAL_TYPES else "parallel"
+    b = BUILTIN[kind]
+    return FileSystem(name=f"built-in figures for a {kind} file system ({fstype or 'type unknown'}; "
+                      "no --fs profile)", latency_s=dict(b["latency_s"]), write_MBps=b["write_MBps"],
+                      read_MBps=b["read_MBps"], small_write_s=b["small_write_s"], small_read_s=b["small_read_s"],
+                      fsync_s=b["fsync_s"])
+
+
+def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD) -> dict[str, float]:
+    """The fs side `mode` would leave of file f (its profile-mode log)."""
+    fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
+    if mode == "buffer":
+        fs["POSIX_WRITES"] = float(buffer_writes(f.app, f.fs, unit))
+        fs["POSIX_READS"] = float(buffer_reads(f.app, f.fs, readahead))
+        fs["STDIO_WRITES"] = float(stdio_writes(f.fs, f.app, unit))
+    return fs
+
+
+def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, procs: int) -> float:
+    """The time the calls and bytes take on sysfs, spread over procs processes."""
+    t = 0.0
+    for kind, counters in META_KINDS.items():
+        t += sysfs.meta_seconds(kind, _v(fs, *counters), procs)
+    writes, reads = _v(fs, "POSIX_WRITES", "STDIO_WRITES"), _v(fs, "POSIX_READS", "STDIO_READS")
+    wbytes, rbytes = _v(fs, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"), _v(fs, "POSIX_BYTES_READ",
+                                                                             "STDIO_BYTES_READ")
+    p = max(procs, 1)
+    t += (writes * sysfs.small_write_s + reads * sysfs.small_read_s) / p
+    t += wbytes / (sysfs.write_MBps * 1e6) + rbytes / (sysfs.read_MBps * 1e6)
+    t += _v(fs, "POSIX_FSYNCS", "POSIX_FDSYNCS") * sysfs.fsync_s / p
+    return t
+
+
+def metadata_ops(fs: Mapping[str, float]) -> float:
+    return sum(_v(fs, *c) for c in META_KINDS.values())
+
+
+def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None = None,
+            unit: int = UNIT, readahead: int = READAHEAD) -> dict[str, Any]:
+    """The prediction document: {"file_system", "job", "modes": {MODE: {"fs", "io_time_s", "metadata_ops"}}}."""
+    modes_logged = {l.info.get("mode", "profile") for l in job.logs}
+    if modes_logged - {"profile", ""}:
+        raise UserError(f"sluice predict reads a profile-mode run's logs (the fs side of another mode is that "
+                        f"mode's): these ran under {', '.join(sorted(modes_logged))}; run it again with "
+                        "--mode profile")
+    fstype = None
+    for l in job.logs:
+        mounts = l.info.get("mounts", "")
+        if mounts:
+            fstype = mounts.splitlines()[0].split("\t")[0]
+            break
+    sysfs = file_system_of(profile, fstype)
+    procs = max(1, job.processes)
+    factor = 1.0
+    if scale:
+        factor = scale / procs
+        procs = scale
+    files = [f for f in job.files if not f.path.startswith("<")]
+    out: dict[str, Any] = {
+        "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
+        "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files)},
+        "modes": {},
+    }
+    for mode in MODES:
+        if mode in NOT_YET:
+            out["modes"][mode] = {"modelled": False, "why": NOT_YET[mode]}
+            continue
+        total = {k: 0.0 for k in PREDICTED}
+        for f in files:
+            for k, x in predict_file(mode, f, unit, readahead).items():
+                total[k] += x * factor
+        out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
+                              "io_time_s": io_seconds(total, sysfs, procs)}
+    return out
+
+
+def load(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    from sluice.bench.calibrate import read_profile
+    return read_profile(path)

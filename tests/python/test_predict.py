@@ -1,0 +1,55 @@
+"""sluice predict: the fs side each mode would leave, from a profile-mode
+run's logs, checked against runs under those modes (bench/predict_check.py,
+docs/predict.md), and its refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import NATIVE, REPO, python_env, sluice
+
+
+def test_predicted_counts_match_the_runs_where_the_model_holds(tmp_path):
+    """profile: every counter exact; buffer: writes, reads, opens, stats and
+    bytes within 10 % of a buffer-mode run, for the workloads docs/predict.md
+    marks as checked."""
+    out = tmp_path / "check.json"
+    cp = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--target", str(tmp_path),
+                         "--workloads", "smallio,randread,strided-shared", "--json", str(out)],
+                        env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)), capture_output=True, text=True,
+                        timeout=600)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["workload"] for r in rows} == {"smallio", "randread", "strided-shared"}
+    profile = [r for r in rows if r["mode"] == "profile"]
+    assert profile and all(r["predicted"] == r["measured"] for r in profile)
+    # the cut was predicted, not just the absence of one: smallio's 2,048
+    # writes of 8 KiB leave 4 (16 MiB in 4 MiB units)
+    w = next(r for r in rows if (r["workload"], r["mode"], r["counter"]) == ("smallio", "buffer", "POSIX_WRITES"))
+    assert (w["predicted"], w["measured"]) == (4, 4)
+
+
+def test_predict_refuses_another_modes_logs_and_scales(tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    prog = str(NATIVE / "sluice-bench-smallio")
+    for mode in ("profile", "buffer"):
+        sluice("run", "-q", "--mode", mode, "--log-dir", str(tmp_path / mode), "--path", str(work), "--", prog,
+               "--file", str(work / f"f.{mode}"), "--size", "1M")
+    cp = sluice("predict", str(tmp_path / "buffer"), check=False)
+    assert cp.returncode != 0 and "profile-mode" in cp.stderr and "buffer" in cp.stderr
+    assert "Traceback" not in cp.stderr
+    one = json.loads(sluice("predict", "--json", str(tmp_path / "profile")).stdout)
+    four = json.loads(sluice("predict", "--json", "--scale", "4", str(tmp_path / "profile")).stdout)
+    assert one["job"]["predicted_for"] == 1 and four["job"]["predicted_for"] == 4
+    for mode in ("profile", "buffer"):
+        a, b = one["modes"][mode]["fs"], four["modes"][mode]["fs"]
+        assert b["POSIX_WRITES"] == 4 * a["POSIX_WRITES"] and b["POSIX_BYTES_WRITTEN"] == 4 * (1 << 20)
+    assert one["modes"]["buffer"]["fs"]["POSIX_WRITES"] < one["modes"]["profile"]["fs"]["POSIX_WRITES"]
+    assert one["modes"]["stage"] == {"modelled": False, "why": "stage mode is not modelled yet"}
+    text = sluice("predict", str(tmp_path / "profile")).stdout
+    assert "built-in figures for a local file system" in text and "buffer" in text
