@@ -117,11 +117,24 @@ static void out_data(const char *phase, uint64_t bytes, uint64_t ops, uint64_t f
            phase, bytes, ops, fsyncs, request, secs);
 }
 
+/* The end of a written phase: fsync (unless --no-fsync), close, the JSON
+ * line timed from t0. */
+static void written(const struct opts *o, const char *phase, int fd, uint64_t done, uint64_t ops, double t0,
+                    unsigned char *buf)
+{
+    if (o->fsync && fsync(fd) != 0)
+        bench_die(prog, 1, "fsync %s", o->file);
+    if (close(fd) != 0)
+        bench_die(prog, 1, "close %s", o->file);
+    out_data(phase, done, ops, o->fsync ? 1 : 0, o->request, bench_now() - t0);
+    free(buf);
+}
+
 static void do_write(const struct opts *o)
 {
     unsigned char *buf = alloc_aligned(o->request);
     uint64_t done = 0, ops = 0;
-    double t0, t1;
+    double t0;
     int fd;
 
     bench_pattern_fill(buf, o->request, 0);
@@ -138,13 +151,7 @@ static void do_write(const struct opts *o)
         done += n;
         ops++;
     }
-    if (o->fsync && fsync(fd) != 0)
-        bench_die(prog, 1, "fsync %s", o->file);
-    if (close(fd) != 0)
-        bench_die(prog, 1, "close %s", o->file);
-    t1 = bench_now();
-    out_data("write", done, ops, o->fsync ? 1 : 0, o->request, t1 - t0);
-    free(buf);
+    written(o, "write", fd, done, ops, t0, buf);
 }
 
 static void do_read(const struct opts *o)
@@ -201,7 +208,7 @@ static void do_strided(const struct opts *o)
 {
     unsigned char *buf = alloc_aligned(o->request);
     uint64_t done = 0, ops = 0, pieces = (o->size + o->request - 1) / o->request;
-    double t0, t1;
+    double t0;
     int fd;
 
     bench_pattern_fill(buf, o->request, o->rank);
@@ -216,13 +223,7 @@ static void do_strided(const struct opts *o)
         done += n;
         ops++;
     }
-    if (o->fsync && fsync(fd) != 0)
-        bench_die(prog, 1, "fsync %s", o->file);
-    if (close(fd) != 0)
-        bench_die(prog, 1, "close %s", o->file);
-    t1 = bench_now();
-    out_data("strided", done, ops, o->fsync ? 1 : 0, o->request, t1 - t0);
-    free(buf);
+    written(o, "strided", fd, done, ops, t0, buf);
 }
 
 static void do_meta(const struct opts *o, enum phase ph)
