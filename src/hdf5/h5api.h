@@ -99,10 +99,10 @@ struct sluice_h5_api {
  * libhdf5 loaded. A wrapped slot is NULL only if no HDF5 is loaded. */
 const struct sluice_h5_api *sluice_h5_api_of(const void *ra);
 
-/* In a forked child. */
 /* At load: which objects the program started with (they bind in the
  * global scope; objects dlopen'ed later may bring a libhdf5 of their own). */
 void sluice_h5_api_init(void);
+/* In a forked child. */
 void sluice_h5_api_after_fork_child(void);
 
 #endif

@@ -17,7 +17,6 @@
  *
  *   sluice-stage-drain --tier DIR --publish [--jobs N] [--force]
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,13 +26,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
 #include "interpose/interpose.h"
 #include "stage/drain.h"
-#include "stage/handoff.h"
+#include "stage/handoff.h"   /* (struct tier_dirs) */
 #include "stage/journal.h"
 #include "stage/names.h"
 #include "stage/publish.h"
@@ -46,7 +44,6 @@
 /* A pid seen started this much later than the entry was made is another
  * process (btime has a resolution of 1 s; the wall clock may be stepped). */
 #define PID_REUSE_SLACK_NS 5000000000LL
-#define LOCK_ATTEMPTS 8
 #define NOT_AN_ENTRY "not a whole entry (damaged, another format, or no regular file)"
 
 static struct tier_dirs td;
@@ -129,39 +126,6 @@ static int process_runs(const struct journal_entry *e)
 static int pending(const struct journal_entry *e)
 {
     return e->state == JOURNAL_OPEN || e->state == JOURNAL_CLOSED;
-}
-
-/* An exclusive flock on dir/name, checked to be on the file of that name
- * (a rewrite renames another over it): 0 with *fd (-1: there is none),
- * -EWOULDBLOCK when another holds it, -ENOTSUP when it is no regular file. */
-static int lock_named(int dir, const char *name, int *fd)
-{
-    for (int i = 0; i < LOCK_ATTEMPTS; i++) {
-        struct stat held, named;
-        int f = SLUICE_REAL(openat)(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
-        if (f < 0) {
-            if (errno == ENOENT) {
-                *fd = -1;
-                return 0;
-            }
-            return errno == ELOOP ? -ENOTSUP : -errno;
-        }
-        if (SLUICE_REAL(fstat)(f, &held) != 0 || !S_ISREG(held.st_mode)) {
-            SLUICE_REAL(close)(f);
-            return -ENOTSUP;
-        }
-        if (SLUICE_REAL(flock)(f, LOCK_EX | LOCK_NB) != 0) {
-            SLUICE_REAL(close)(f);
-            return -EWOULDBLOCK;
-        }
-        if (SLUICE_REAL(fstatat)(dir, name, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == held.st_ino &&
-            named.st_dev == held.st_dev) {
-            *fd = f;
-            return 0;
-        }
-        SLUICE_REAL(close)(f);   /* replaced between the open and the lock: look again */
-    }
-    return -EWOULDBLOCK;
 }
 
 /* `ENAME: strerror`, the form the journal's error key holds. */
@@ -357,8 +321,10 @@ static int add_id(const char *id)
 
 static void drain_group(struct group *g)
 {
-    int ownerfd = -1;
-    int rc = lock_named(td.ldir, g->owner, &ownerfd);
+    /* (journal_lock locks any name of a directory: held, and checked to
+     * be on the file that holds the name) */
+    int ownerfd = journal_lock(td.ldir, g->owner, 0);
+    int rc = ownerfd == -ENOENT ? 0 : ownerfd;   /* (no lock file: its owner never made one, or is gone) */
 
     for (int i = 0; i < g->n; i++) {
         if (rc == -EWOULDBLOCK) {
