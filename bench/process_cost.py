@@ -92,6 +92,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--target", type=Path, default=Path(tempfile.gettempdir()),
                     help="where the loops run (their files and logs)")
+    ap.add_argument("--logs", type=Path, help="where sluice run writes the logs (default: beside the loops, "
+                    "under --target): the log files' own cost depends on that file system")
     ap.add_argument("--callgrind", action="store_true", help="also count one process's instructions")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
@@ -125,9 +127,9 @@ def main() -> None:
                 for name, native in (list(libs.items()) if rnd % 2 == 0 else list(libs.items())[::-1]):
                     env = dict(base_env, SLUICE_NATIVE_DIR=str(native))
                     for mode in modes:
-                        with tempfile.TemporaryDirectory(prefix="logs-", dir=work) as logs:
+                        with tempfile.TemporaryDirectory(prefix="logs-", dir=a.logs or work) as logs:
                             start = children_cpu(sluice_argv(mode, logs, str(tier), ["/bin/true"]), env, work)
-                        with tempfile.TemporaryDirectory(prefix="logs-", dir=work) as logs:
+                        with tempfile.TemporaryDirectory(prefix="logs-", dir=a.logs or work) as logs:
                             total = children_cpu(sluice_argv(mode, logs, str(tier), ["sh", "-c", script]), env, work)
                         per = (total - start - plain) / a.count
                         cpu.setdefault(f"{prog} {name} {mode}", []).append(per)
@@ -167,6 +169,7 @@ def main() -> None:
                 "command": " ".join([_shown(Path(sys.argv[0]))] + sys.argv[1:]),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "libs": {k: _shown(v) for k, v in libs.items()}, "count": a.count, "rounds": a.rounds,
+                "target": str(a.target), "logs": str(a.logs or a.target),
                 "summary": summary, "instructions": instr, "runs": rows}, indent=1) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
