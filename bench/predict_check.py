@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COUNTERS = ("POSIX_WRITES", "POSIX_READS", "POSIX_OPENS", "POSIX_STATS", "POSIX_BYTES_WRITTEN",
-            "POSIX_BYTES_READ", "STDIO_WRITES")
+COUNTERS = ("POSIX_WRITES", "POSIX_READS", "POSIX_OPENS", "POSIX_STATS", "POSIX_RENAMES", "POSIX_UNLINKS",
+            "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ", "STDIO_WRITES", "STDIO_READS")
 
 
 def workloads(native: Path, work: Path) -> dict[str, list[list[str]]]:

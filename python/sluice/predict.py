@@ -13,10 +13,24 @@ file system at the job's concurrency. Modes modelled so far:
   what is held; a write that does not continue the previous one starts a
   piece of its own; a write of a unit or more goes straight through; a
   read that does not continue the previous one goes as asked, a run of
-  consecutive ones is read ahead in windows growing to ``--readahead``);
-  every other call as logged.
+  consecutive ones is read ahead in windows growing to ``--readahead``;
+  an O_APPEND descriptor's first write asks the file's size); every other
+  call as logged.
 
-Stage, auto and acb are listed as not modelled yet.
+- ``stage``: a file the job creates or truncates for writing (the
+  open-flag counters, ``POSIX_OPENS_CREATE``/``_TRUNC`` and their STDIO
+  twins) lives on the node's tier for the whole job: what the program does
+  to it reaches the file system as its publish alone (one create, the
+  final size in write units, a temporary name and a rename above one unit
+  or over a file that stood), and the tier's own look-ups at its first
+  creating open (the name; the directory, once per process, unless that
+  process made it); a file the job removed is never published; every other
+  file straight through, as logged;
+- ``auto``: on a parallel file system, stage's files as stage, those whose
+  writes are all at least ``--auto-large`` straight through, every other
+  file as buffer mode; on a file system of the node, as profile.
+
+Acb is listed as not modelled yet.
 """
 
 from __future__ import annotations
@@ -29,11 +43,12 @@ from typing import Any
 
 from sluice.advise.gain import calls_left
 from sluice.errors import UserError
-from sluice.report.model import FileTotals, Job
+from sluice.report.model import FileTotals, Job, per_process_app
 
 UNIT = 4 << 20          # buffer mode's unit (--buffer-size)
 READAHEAD = 4 << 20     # buffer mode's largest read-ahead window (--readahead)
 MIN_FILL = 16 << 10     # its first fill: 4x the read, at least this
+AUTO_LARGE = 1 << 20    # auto's first write that goes straight through (--auto-large)
 
 # The metadata kinds of a file-system profile and the counters they cost
 META_KINDS = {"open": ("POSIX_OPENS", "STDIO_OPENS"), "stat": ("POSIX_STATS",), "rename": ("POSIX_RENAMES",),
@@ -43,8 +58,7 @@ PREDICTED = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX
              "POSIX_BYTES_WRITTEN", "STDIO_OPENS", "STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ",
              "STDIO_BYTES_WRITTEN")
 MODES = ("profile", "buffer", "stage", "auto", "acb")
-NOT_YET = {"stage": "stage mode is not modelled yet", "auto": "auto mode is not modelled yet",
-           "acb": "acb is not modelled yet"}
+NOT_YET = {"acb": "acb is not modelled yet"}
 
 # What a file-system type charges when no profile is given: round numbers
 # on the safe side (a parallel file system's metadata calls each a round
@@ -173,14 +187,93 @@ def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSy
                       fsync_s=b["fsync_s"])
 
 
-def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD) -> dict[str, float]:
-    """The fs side `mode` would leave of file f (its profile-mode log)."""
+def staged(app: Mapping[str, float]) -> bool:
+    """Stage mode takes the file onto the tier: an open for writing made it
+    (O_CREAT) or emptied it (O_TRUNC). An O_CREAT open of a file that stood,
+    without O_TRUNC, goes straight through under stage; the counters do not
+    say whether it stood, so such a file is taken as new."""
+    return _v(app, "POSIX_OPENS_CREATE", "POSIX_OPENS_TRUNC", "STDIO_OPENS_CREATE", "STDIO_OPENS_TRUNC") > 0
+
+
+def publish_side(app: Mapping[str, float], unit: int = UNIT) -> dict[str, float]:
+    """What publishing a staged file costs the file system (docs/stage.md,
+    Publishing): of at most one unit, a create and one write; larger, or
+    over a file that stood (opened with O_TRUNC but never O_CREAT), a
+    temporary name, its unit asked of the file system (fstat), the writes,
+    and a rename. A file the job removed is never published."""
+    out = dict.fromkeys(PREDICTED, 0.0)
+    stood = _v(app, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE") == 0
+    if _v(app, "POSIX_UNLINKS") > 0:
+        out["POSIX_UNLINKS"] = 1.0 if stood else 0.0   # the file that stood goes with it
+        return out
+    size = max(_v(app, "POSIX_MAX_BYTE_WRITTEN"), _v(app, "STDIO_MAX_BYTE_WRITTEN"), -1.0) + 1
+    out["POSIX_OPENS"] = 1.0
+    out["POSIX_WRITES"] = float(math.ceil(size / unit))
+    out["POSIX_BYTES_WRITTEN"] = size
+    if size > unit or stood:
+        out["POSIX_RENAMES"] = 1.0
+        out["POSIX_STATS"] = 1.0 if size > unit else 0.0
+    return out
+
+
+def stage_lookups(job: Job, files: list[FileTotals]) -> dict[str, float]:
+    """The tier's look-ups on the file system at the first creating open of
+    each staged file (src/stage/open.c): a stat of the name (and, where it
+    stood, an access check); the first time a process creates in a
+    directory it did not make, a stat and an access check of the
+    directory; in one it made, none for its first file (nothing else is
+    there), one for each later one (the first was handed to the job's
+    drainer at its close, so the directory may hold published files; files
+    are taken as created and closed one after another). path -> stats."""
+    per_proc = per_process_app(job)
+    made = {(path, pid) for path, procs in per_proc.items() for pid, c in procs.items() if c.get("POSIX_MKDIRS", 0) > 0}
+    out: dict[str, float] = {}
+    seen_dirs: set[tuple[str, int]] = set()
+    for f in files:
+        if not staged(f.app):
+            continue
+        d = f.path.rsplit("/", 1)[0]
+        creators = [pid for pid, c in sorted(per_proc.get(f.path, {}).items()) if staged(c)] or [0]
+        first = creators[0]
+        n = 1.0 + (_v(f.app, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE") == 0)
+        if (d, first) not in seen_dirs:
+            seen_dirs.add((d, first))
+            n = 0.0 if (d, first) in made else n + 2
+        out[f.path] = n
+    return out
+
+
+def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
+                 lookups: float = 0.0, local: bool = False) -> dict[str, float]:
+    """The fs side `mode` would leave of file f (its profile-mode log);
+    lookups: stage's own stats at its first creating open."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
-    if mode == "buffer":
+    if mode == "auto" and local:
+        return fs
+    if mode in ("stage", "auto") and staged(f.app):
+        if not (mode == "auto" and large_writes_only(f.app)):
+            out = publish_side(f.app, unit)
+            out["POSIX_STATS"] += lookups
+            out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
+            return out
+    if mode == "buffer" or mode == "auto":
+        # (an O_APPEND descriptor's first write asks the file system where
+        # the end is: other processes may have appended since)
+        if _v(f.app, "POSIX_WRITES") > 0:
+            fs["POSIX_STATS"] += min(_v(f.app, "POSIX_OPENS_APPEND"), _v(f.app, "POSIX_WRITES"))
         fs["POSIX_WRITES"] = float(buffer_writes(f.app, f.fs, unit))
         fs["POSIX_READS"] = float(buffer_reads(f.app, f.fs, readahead))
         fs["STDIO_WRITES"] = float(stdio_writes(f.fs, f.app, unit))
     return fs
+
+
+def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool:
+    """Every write of the file is at least `large` (the size buckets): auto
+    sends it straight through at its first write."""
+    writes = _v(app, "POSIX_WRITES")
+    if writes <= 0:
+        return False
+    return _small_writes(app, large) == 0
 
 
 def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, procs: int) -> float:
@@ -223,6 +316,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         factor = scale / procs
         procs = scale
     files = [f for f in job.files if not f.path.startswith("<")]
+    lookups = stage_lookups(job, files)
+    local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
         "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files)},
@@ -234,7 +329,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             continue
         total = {k: 0.0 for k in PREDICTED}
         for f in files:
-            for k, x in predict_file(mode, f, unit, readahead).items():
+            for k, x in predict_file(mode, f, unit, readahead, lookups.get(f.path, 0.0), local).items():
                 total[k] += x * factor
         out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
                               "io_time_s": io_seconds(total, sysfs, procs)}

@@ -4,6 +4,8 @@
  */
 #include "core/counters.h"
 
+#include <fcntl.h>
+
 #include "core/trace.h"
 
 uint64_t sluice_start_ticks;
@@ -251,6 +253,33 @@ void sluice_count_open_as(struct sluice_record *r, unsigned sides, int counter, 
 {
     const struct meta_slots *m = meta_of(r);
     count_timed(r, sides, counter, m->f_meta, m->f_open_start, -1, t0, t1);
+}
+
+/* The open-flag counters of a module: write, create, excl, trunc, append. */
+static const int posix_open_flags[5] = {POSIX_OPENS_WRITE, POSIX_OPENS_CREATE, POSIX_OPENS_EXCL,
+                                        POSIX_OPENS_TRUNC, POSIX_OPENS_APPEND};
+static const int stdio_open_flags[5] = {STDIO_OPENS_WRITE, STDIO_OPENS_CREATE, STDIO_OPENS_EXCL,
+                                        STDIO_OPENS_TRUNC, STDIO_OPENS_APPEND};
+
+void sluice_count_open_flags(struct sluice_record *r, unsigned sides, int flags)
+{
+    const int *slot = r->module == SLUICE_MOD_POSIX ? posix_open_flags
+                      : r->module == SLUICE_MOD_STDIO ? stdio_open_flags : NULL;
+    if (!slot || (flags & O_ACCMODE) == O_RDONLY || (flags & (O_PATH | O_DIRECTORY)))
+        return;
+    sluice_record_lock(r);
+    sides = effective_sides(r, sides);
+    for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
+        if (!(sides & (1u << side)))
+            continue;
+        int64_t *ic = r->ic + side * r->ni;
+        ic[slot[0]]++;
+        ic[slot[1]] += (flags & O_CREAT) != 0;
+        ic[slot[2]] += (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL);
+        ic[slot[3]] += (flags & O_TRUNC) != 0;
+        ic[slot[4]] += (flags & O_APPEND) != 0;
+    }
+    sluice_record_unlock(r);
 }
 
 void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)

@@ -54,6 +54,11 @@ void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uin
 /* The same, counted under `counter` (MPIIO_INDEP_OPENS, say). */
 void sluice_count_open_as(struct sluice_record *r, unsigned sides, int counter, uint64_t t0, uint64_t t1);
 
+/* How a successful open was made (POSIX_ or STDIO_OPENS_WRITE, _CREATE,
+ * _EXCL, _TRUNC, _APPEND from its open(2) flags), on the sides its open was
+ * counted on; nothing for a read-only open or an MPI-IO record. */
+void sluice_count_open_flags(struct sluice_record *r, unsigned sides, int flags);
+
 /* A close: meta time and the last-close timestamp. */
 void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1);
 

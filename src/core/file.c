@@ -349,6 +349,7 @@ static int file_open_profiled(int dirfd, const char *path, int flags, mode_t mod
     f->fd = fd;
     atomic_fetch_add(&rec->open_files, 1);
     sluice_count_open(rec, f->sides, t0, t1);
+    sluice_count_open_flags(rec, f->sides, flags);
     sluice_layout_observe(rec, fd);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
@@ -465,6 +466,7 @@ static int file_open(int dirfd, const char *path, int flags, mode_t mode, unsign
     f->fd = fd;
     atomic_fetch_add(&rec->open_files, 1);
     sluice_count_open(rec, f->open_sides, t0, t1);
+    sluice_count_open_flags(rec, f->open_sides, flags);
     if ((unsigned)fd < (unsigned)fd_table_size)
         fd_install(fd, f);
     fd_under_std_stream(fd, f);

@@ -150,6 +150,7 @@ static void stream_fd_fresh(FILE *fp)
 }
 
 static int stream_open_through_stack(const char *path, const char *mode, int large, FILE **out);
+static int stream_open_flags(const char *mode);
 
 /* A stream opened on rec: the program's open, and the kernel's where the
  * stream's descriptor is the file on the file system (not a tier's copy);
@@ -160,7 +161,9 @@ static void stream_opened(struct sluice_record *rec, FILE *fp, const char *mode,
     struct sluice_stream *s;
     struct stream_snap none = {.fd = fileno(fp), .offset = -1};
 
-    sluice_count_open(rec, stream_reaches_fs(none.fd) ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP, t0, t1);
+    unsigned sides = stream_reaches_fs(none.fd) ? SLUICE_SIDES_BOTH : SLUICE_SIDES_APP;
+    sluice_count_open(rec, sides, t0, t1);
+    sluice_count_open_flags(rec, sides, stream_open_flags(mode));
     sluice_stream_add(fp, rec, stream_start_pos(fp, mode), buf, size);
     if (!stream_open_kernel_silent(fp) && (s = sluice_stream_get(fp)) != NULL)
         stream_kernel_count(s, fp, &none, 0, 0, STREAM_K_OPEN, t0, t1);
@@ -224,8 +227,9 @@ SLUICE_EXPORT FILE *fopen64(const char *path, const char *mode)
 }
 
 /* fdopen of a recorded descriptor: the stream takes its path. */
-/* fdopen of recorded f (a reference held; the guard taken). */
-static FILE *stream_of_file(struct sluice_file *f, int fd, const char *mode)
+/* fdopen of recorded f (a reference held; the guard taken). open_flags:
+ * those of the program's fopen this stream stands for, -1 for its fdopen. */
+static FILE *stream_of_file(struct sluice_file *f, int fd, const char *mode, int open_flags)
 {
     struct sluice_record *rec = NULL;
     int saved = errno;
@@ -253,6 +257,7 @@ static FILE *stream_of_file(struct sluice_file *f, int fd, const char *mode)
                       : SLUICE_REAL(fstat)(fd, &st) == 0 ? (int64_t)st.st_size : -1;
         /* the kernel opened nothing: the descriptor was open */
         sluice_count_open(rec, SLUICE_SIDES_APP, t0, sluice_now());
+        sluice_count_open_flags(rec, SLUICE_SIDES_APP, open_flags);
         sluice_stream_add(fp, rec, pos, NULL, 0);
     }
     errno = saved;
@@ -267,7 +272,7 @@ SLUICE_EXPORT FILE *fdopen(int fd, const char *mode)
     if (!sluice_active() || !(f = sluice_fd_get(fd)))
         return SLUICE_REAL(fdopen)(fd, mode);
     sluice__guard++;
-    fp = stream_of_file(f, fd, mode);
+    fp = stream_of_file(f, fd, mode, -1);
     sluice_file_put(f);
     sluice__guard--;
     return fp;
@@ -351,7 +356,7 @@ static int stream_open_through_stack(const char *path, const char *mode, int lar
         *out = NULL;
         return 1;
     }
-    *out = (f = sluice_fd_get(fd)) ? stream_of_file(f, fd, mode) : SLUICE_REAL(fdopen)(fd, mode);
+    *out = (f = sluice_fd_get(fd)) ? stream_of_file(f, fd, mode, flags) : SLUICE_REAL(fdopen)(fd, mode);
     if (f)
         sluice_file_put(f);
     if (!*out) {

@@ -60,6 +60,7 @@ static int reopen_published(struct sluice_file *g, const char *path)
     SLUICE_REAL(close)(nfd);
     /* the file system saw the open, and the seek to where the program was */
     sluice_count_open(g->rec, SLUICE_SIDES_FS, t0, sluice_now());
+    sluice_count_open_flags(g->rec, SLUICE_SIDES_FS, g->flags & (O_ACCMODE | O_APPEND));
     if (pos >= 0) {
         t0 = sluice_now();
         if (SLUICE_REAL(lseek)(g->fd, pos, SEEK_SET) >= 0)

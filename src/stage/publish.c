@@ -117,6 +117,7 @@ int publish_begin(const struct journal_entry *e, struct sluice_record *rec, char
     }
     if (rec) {
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+        sluice_count_open_flags(rec, SLUICE_SIDES_FS, flags);
         sluice_layout_observe(rec, dst);
     }
     return dst;
@@ -358,10 +359,10 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
 {
     uint64_t t0 = sluice_now();
     struct stat sb;
-    int dst = -1;
+    int dst = -1, flags = O_WRONLY | O_TRUNC | O_CLOEXEC;
 
     if (e->inplace) {
-        dst = sluice_privfd_keep(SLUICE_REAL(open)(e->path, O_WRONLY | O_TRUNC | O_CLOEXEC, 0));
+        dst = sluice_privfd_keep(SLUICE_REAL(open)(e->path, flags, 0));
         *how = DST_INPLACE;
     }
     if (dst < 0 && (SLUICE_REAL(fstatat)(ddir, e->id, &sb, AT_SYMLINK_NOFOLLOW) != 0 || sb.st_size > direct_max))
@@ -369,7 +370,7 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
     if (dst < 0) {
         t0 = sluice_now();
         int created = 0;
-        int flags = sluice_layout_publish_create(e->path, e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+        flags = sluice_layout_publish_create(e->path, e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                                                  e->mode & 07777, rec, &created);
         dst = sluice_privfd_keep(SLUICE_REAL(open)(e->path, flags, e->mode & 07777));
         *how = DST_CREATED;
@@ -384,6 +385,7 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
     }
     if (rec) {
         sluice_count_open(rec, SLUICE_SIDES_FS, t0, sluice_now());
+        sluice_count_open_flags(rec, SLUICE_SIDES_FS, flags);
         sluice_layout_observe(rec, dst);
     }
     return dst;

@@ -62,8 +62,10 @@ static int passthru_open(struct sluice_file *f, int level, int dirfd, const char
             sluice_count_error(f->rec, SLUICE_SIDES_FS);   /* the file system answered it */
         return -err;
     }
-    if (fs_side_separate(f))
+    if (fs_side_separate(f)) {
         sluice_count_open(f->rec, SLUICE_SIDES_FS, t0, sluice_now());
+        sluice_count_open_flags(f->rec, SLUICE_SIDES_FS, flags);
+    }
     sluice_layout_observe(f->rec, fd);
     return fd;
 }

@@ -11,11 +11,15 @@ from collections import defaultdict
 from pathlib import Path
 
 KINDS = ("opens", "closes", "reads", "writes", "seeks", "bytes_read", "bytes_written")
+# how the opens for writing were made, from the flags strace prints (O_WRONLY|O_CREAT|O_TRUNC)
+OPEN_FLAG_KINDS = {"opens_create": "O_CREAT", "opens_excl": "O_EXCL", "opens_trunc": "O_TRUNC",
+                   "opens_append": "O_APPEND"}
 
 # "PID name(FD</path>, ..." and "= N" or "= N</path>"
 _CALL = re.compile(r"^(?:\[pid\s+)?\d+\]?\s+(\w+)\((.*)\)\s+=\s+(-?\d+)(?:<([^>]*)>)?")
 _RESUMED = re.compile(r"^\d+\s+<\.\.\. \w+ resumed>(.*)$")
 _FD_PATH = re.compile(r"^-?\d+<([^>]*)>")
+_OPEN_FLAGS = re.compile(r"\bO_[A-Z]+\b")
 _RW = {"read": ("reads", "bytes_read"), "pread64": ("reads", "bytes_read"), "readv": ("reads", "bytes_read"),
        "preadv": ("reads", "bytes_read"), "preadv2": ("reads", "bytes_read"),
        "write": ("writes", "bytes_written"), "pwrite64": ("writes", "bytes_written"),
@@ -37,7 +41,7 @@ def strace_run(argv: list[str], out: Path, env: dict[str, str] | None = None, cw
 
 def kernel_calls(trace: Path, under: str) -> dict[str, dict[str, int]]:
     """Per file under `under`: the successful calls of each kind and their bytes."""
-    per: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(KINDS, 0))
+    per: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys((*KINDS, "opens_write", *OPEN_FLAG_KINDS), 0))
     unfinished: dict[str, str] = {}
     for line in trace.read_text(errors="replace").splitlines():
         # a call another thread interrupted: "PID name(args <unfinished ...>",
@@ -70,6 +74,14 @@ def kernel_calls(trace: Path, under: str) -> dict[str, dict[str, int]]:
             per[path][nbytes] += ret
         elif kind:
             per[path][kind] += 1
+        if kind == "opens":
+            flags = set(_OPEN_FLAGS.findall(args))
+            if name == "creat":
+                flags = {"O_WRONLY", "O_CREAT", "O_TRUNC"}
+            if flags & {"O_WRONLY", "O_RDWR"}:
+                per[path]["opens_write"] += 1
+                for k, flag in OPEN_FLAG_KINDS.items():
+                    per[path][k] += flag in flags and (flag != "O_EXCL" or "O_CREAT" in flags)
     return {p: dict(v) for p, v in per.items()}
 
 
@@ -81,4 +93,5 @@ def fs_side(entry: dict) -> dict[str, int]:
         return int(fs.get(f"POSIX_{name}", 0) or 0) + int(fs.get(f"STDIO_{name}", 0) or 0)
 
     return {"opens": both("OPENS"), "reads": both("READS"), "writes": both("WRITES"), "seeks": both("SEEKS"),
-            "bytes_read": both("BYTES_READ"), "bytes_written": both("BYTES_WRITTEN")}
+            "bytes_read": both("BYTES_READ"), "bytes_written": both("BYTES_WRITTEN"),
+            **{k: both(k.upper()) for k in ("opens_write", *OPEN_FLAG_KINDS)}}

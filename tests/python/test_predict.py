@@ -14,23 +14,37 @@ from conftest import NATIVE, REPO, python_env, sluice
 
 
 def test_predicted_counts_match_the_runs_where_the_model_holds(tmp_path):
-    """profile: every counter exact; buffer: writes, reads, opens, stats and
-    bytes within 10 % of a buffer-mode run, for the workloads docs/predict.md
-    marks as checked."""
+    """profile: every counter exact; buffer and stage: writes, reads, opens,
+    stats, renames, unlinks and bytes within 10 % of runs under those modes,
+    for the workloads docs/predict.md marks as checked."""
     out = tmp_path / "check.json"
+    workloads = {"smallio", "randread", "strided-shared", "ensemble"}
     cp = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--target", str(tmp_path),
-                         "--workloads", "smallio,randread,strided-shared", "--json", str(out)],
+                         "--workloads", ",".join(sorted(workloads)), "--modes", "buffer,stage", "--json", str(out)],
                         env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)), capture_output=True, text=True,
                         timeout=600)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
-    assert {r["workload"] for r in rows} == {"smallio", "randread", "strided-shared"}
+    assert {r["workload"] for r in rows} == workloads
     profile = [r for r in rows if r["mode"] == "profile"]
     assert profile and all(r["predicted"] == r["measured"] for r in profile)
+
+    def row(workload: str, mode: str, counter: str) -> tuple[float, float]:
+        r = next(r for r in rows if (r["workload"], r["mode"], r["counter"]) == (workload, mode, counter))
+        return r["predicted"], r["measured"]
+
     # the cut was predicted, not just the absence of one: smallio's 2,048
-    # writes of 8 KiB leave 4 (16 MiB in 4 MiB units)
-    w = next(r for r in rows if (r["workload"], r["mode"], r["counter"]) == ("smallio", "buffer", "POSIX_WRITES"))
-    assert (w["predicted"], w["measured"]) == (4, 4)
+    # writes of 8 KiB leave 4 under buffer (16 MiB in 4 MiB units); under
+    # stage the publish's 4 writes, one create under a temporary name and
+    # its rename; the ensemble's 100 members' appends ask the size at each
+    # of their 300 opens under buffer, and under stage its 356 opens leave
+    # the publishes' 108 (the inputs, logs and results, one each)
+    assert row("smallio", "buffer", "POSIX_WRITES") == (4, 4)
+    assert row("smallio", "stage", "POSIX_WRITES") == (4, 4)
+    assert row("smallio", "stage", "POSIX_RENAMES") == (1, 1)
+    assert row("ensemble", "buffer", "POSIX_STATS") == (300, 300)
+    assert row("ensemble", "profile", "POSIX_OPENS") == (356, 356)
+    assert row("ensemble", "stage", "POSIX_OPENS") == (108, 108)
 
 
 def test_predict_refuses_another_modes_logs_and_scales(tmp_path):
@@ -50,6 +64,9 @@ def test_predict_refuses_another_modes_logs_and_scales(tmp_path):
         a, b = one["modes"][mode]["fs"], four["modes"][mode]["fs"]
         assert b["POSIX_WRITES"] == 4 * a["POSIX_WRITES"] and b["POSIX_BYTES_WRITTEN"] == 4 * (1 << 20)
     assert one["modes"]["buffer"]["fs"]["POSIX_WRITES"] < one["modes"]["profile"]["fs"]["POSIX_WRITES"]
-    assert one["modes"]["stage"] == {"modelled": False, "why": "stage mode is not modelled yet"}
+    stage = one["modes"]["stage"]["fs"]   # one new file of 1 MiB: its publish, one create and one write
+    assert (stage["POSIX_OPENS"], stage["POSIX_WRITES"], stage["POSIX_BYTES_WRITTEN"]) == (1, 1, 1 << 20)
+    assert one["modes"]["auto"]["fs"] == one["modes"]["profile"]["fs"]   # /tmp is the node's own
+    assert one["modes"]["acb"] == {"modelled": False, "why": "acb is not modelled yet"}
     text = sluice("predict", str(tmp_path / "profile")).stdout
     assert "built-in figures for a local file system" in text and "buffer" in text

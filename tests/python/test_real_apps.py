@@ -223,13 +223,17 @@ def test_gmx_like_app_side_is_its_calls(gmx):
     for mode in MODES:
         got = {n: app_counters(gmx[mode].entry(n)) for n in _outputs(GMX)}
         assert got == {
+            # (opened "w", each open for writing, creating and truncating)
             "traj.trr": {"STDIO_OPENS": 2, "STDIO_WRITES": 1000, "STDIO_FLUSHES": 5, "STDIO_READS": 1000,
                          "STDIO_BYTES_WRITTEN": 6046000, "STDIO_BYTES_READ": 6046000,
-                         "STDIO_MAX_BYTE_WRITTEN": 6045999, "STDIO_MAX_BYTE_READ": 6045999},
+                         "STDIO_MAX_BYTE_WRITTEN": 6045999, "STDIO_MAX_BYTE_READ": 6045999,
+                         "STDIO_OPENS_WRITE": 1, "STDIO_OPENS_CREATE": 1, "STDIO_OPENS_TRUNC": 1},
             "ener.log": {"STDIO_OPENS": 1, "STDIO_WRITES": 501, "STDIO_FLUSHES": 5, "STDIO_BYTES_WRITTEN": 27054,
-                         "STDIO_MAX_BYTE_WRITTEN": 27053},
+                         "STDIO_MAX_BYTE_WRITTEN": 27053,
+                         "STDIO_OPENS_WRITE": 1, "STDIO_OPENS_CREATE": 1, "STDIO_OPENS_TRUNC": 1},
             "state.cpt": {"STDIO_OPENS": 5, "STDIO_WRITES": 10, "STDIO_BYTES_WRITTEN": 5 * 24036,
-                          "STDIO_MAX_BYTE_WRITTEN": 24035},
+                          "STDIO_MAX_BYTE_WRITTEN": 24035,
+                          "STDIO_OPENS_WRITE": 5, "STDIO_OPENS_CREATE": 5, "STDIO_OPENS_TRUNC": 5},
         }, mode
 
 

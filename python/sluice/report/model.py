@@ -392,7 +392,8 @@ def per_process_app(job: Job) -> dict[str, dict[int, Mapping[str, float]]]:
 
 # App-side counters that say a process used a file.
 _USES = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX_SEEKS", "POSIX_UNLINKS", "POSIX_RENAMES",
-         "POSIX_FSYNCS", "POSIX_MMAPS", "STDIO_OPENS", "STDIO_READS", "STDIO_WRITES", "MPIIO_INDEP_OPENS",
+         "POSIX_MKDIRS", "POSIX_RMDIRS", "POSIX_FSYNCS", "POSIX_MMAPS",
+         "STDIO_OPENS", "STDIO_READS", "STDIO_WRITES", "MPIIO_INDEP_OPENS",
          "MPIIO_COLL_OPENS", "H5F_OPENS", "H5D_OPENS")
 
 
