@@ -7,6 +7,12 @@ totals). Prints the table and writes it as JSON; exits 1 when a count is
 off by more than --tolerance (10 % by default).
 
     bench/predict_check.py --target /mnt/sluice-pfs [--workloads smallio,nc-append] [--json FILE]
+    bench/predict_check.py --target /mnt/sluice-pfs --fs testbed.json   # I/O times too (within --time-tolerance)
+
+The measured I/O time of a run is the seconds its processes spent in the
+file system's calls (the fs side's read, write and metadata times of the
+workload's files, the stage drainer's publishing included), divided by the
+workload's processes, as the prediction spreads its calls over them.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TIMES = ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "STDIO_F_READ_TIME", "STDIO_F_WRITE_TIME",
+         "STDIO_F_META_TIME")
 COUNTERS = ("POSIX_WRITES", "POSIX_READS", "POSIX_OPENS", "POSIX_STATS", "POSIX_RENAMES", "POSIX_UNLINKS",
             "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ", "STDIO_WRITES", "STDIO_READS")
 
@@ -50,11 +58,12 @@ def totals(logdir: Path, work: Path, env: dict[str, str]) -> dict[str, float]:
     cp = sluice("report", "--json", str(logdir), env=env)
     if cp.returncode != 0:
         raise SystemExit(f"predict_check: report failed: {cp.stderr.strip()}")
-    out = {k: 0.0 for k in COUNTERS}
+    out = {k: 0.0 for k in (*COUNTERS, "io_time_s")}
     for f in json.loads(cp.stdout)["files"]:
         if f["path"].startswith(str(work)):
             for k in COUNTERS:
                 out[k] += f["fs"].get(k) or 0
+            out["io_time_s"] += sum(f["fs"].get(k) or 0 for k in TIMES)
     return out
 
 
@@ -64,6 +73,8 @@ def main() -> None:
     ap.add_argument("--workloads", default="all")
     ap.add_argument("--modes", default="buffer")
     ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--fs", type=Path, help="a `sluice bench calibrate` profile of --target: compare I/O times too")
+    ap.add_argument("--time-tolerance", type=float, default=0.30)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     native = Path(os.environ.get("SLUICE_NATIVE_DIR") or ROOT / "build" / "dev" / "native").resolve()
@@ -87,10 +98,11 @@ def main() -> None:
                         raise SystemExit(f"predict_check: {name} under {mode} failed: {cp.stderr.strip()[-400:]}")
                 measured[mode] = totals(logs, work, env)
                 if mode == "profile":
-                    cp = sluice("predict", "--json", str(logs), env=env)
+                    cp = sluice("predict", "--json", *(["--fs", str(a.fs)] if a.fs else []), str(logs), env=env)
                     if cp.returncode != 0:
                         raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
-                    predicted = json.loads(cp.stdout)["modes"]
+                    doc = json.loads(cp.stdout)
+                    predicted, procs = doc["modes"], max(1, doc["job"]["processes"])
             for mode in ["profile", *a.modes.split(",")]:
                 p = predicted[mode]["fs"]
                 for k in COUNTERS:
@@ -103,13 +115,26 @@ def main() -> None:
                     if m or p[k]:
                         print(f"{name:16s} {mode:8s} {k:20s} predicted {p[k]:>12,.0f}  measured {m:>12,.0f}  "
                               f"{err * 100:+7.1f}%{'' if ok else '  <-- off'}")
+                if a.fs:
+                    t, m = predicted[mode]["io_time_s"], measured[mode]["io_time_s"] / procs
+                    err = (t - m) / m if m else float("inf")
+                    ok = abs(err) <= a.time_tolerance
+                    bad += not ok
+                    rows.append({"workload": name, "mode": mode, "counter": "io_time_s", "predicted": t,
+                                 "measured": m, "error": err, "ok": ok})
+                    print(f"{name:16s} {mode:8s} {'I/O time, ms':20s} predicted {t * 1e3:>12,.1f}  measured "
+                          f"{m * 1e3:>12,.1f}  {err * 100:+7.1f}%{'' if ok else '  <-- off'}")
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps({"command": " ".join(sys.argv), "tolerance": a.tolerance, "rows": rows},
                                      indent=1) + "\n")
-    print(f"{sum(r['ok'] for r in rows)} of {len(rows)} counts within {a.tolerance * 100:.0f} %")
+    counts = [r for r in rows if r["counter"] != "io_time_s"]
+    times = [r for r in rows if r["counter"] == "io_time_s"]
+    print(f"{sum(r['ok'] for r in counts)} of {len(counts)} counts within {a.tolerance * 100:.0f} %"
+          + (f", {sum(r['ok'] for r in times)} of {len(times)} I/O times within {a.time_tolerance * 100:.0f} %"
+             if times else ""))
     sys.exit(1 if bad else 0)
 
 

@@ -55,8 +55,10 @@ META_KINDS = {"open": ("POSIX_OPENS", "STDIO_OPENS"), "stat": ("POSIX_STATS",), 
               "unlink": ("POSIX_UNLINKS",), "mkdir": ("POSIX_MKDIRS",), "rmdir": ("POSIX_RMDIRS",)}
 PREDICTED = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX_SEEKS", "POSIX_RENAMES",
              "POSIX_UNLINKS", "POSIX_MKDIRS", "POSIX_RMDIRS", "POSIX_FSYNCS", "POSIX_FDSYNCS", "POSIX_BYTES_READ",
-             "POSIX_BYTES_WRITTEN", "STDIO_OPENS", "STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ",
-             "STDIO_BYTES_WRITTEN")
+             "POSIX_BYTES_WRITTEN", "POSIX_CONSEC_READS", "POSIX_OPENS_WRITE", "POSIX_OPENS_CREATE", "STDIO_OPENS",
+             "STDIO_READS", "STDIO_WRITES", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN", "STDIO_OPENS_WRITE",
+             "STDIO_OPENS_CREATE")
+SMALL = 4096            # the calibrated per-call figures' request size
 MODES = ("profile", "buffer", "stage", "auto", "acb")
 NOT_YET = {"acb": "acb is not modelled yet"}
 
@@ -65,13 +67,13 @@ NOT_YET = {"acb": "acb is not modelled yet"}
 # trip to a loaded server; a node's own disk, microseconds).
 BUILTIN = {
     "local": {"latency_s": {"open": 5e-6, "stat": 3e-6, "rename": 2e-5, "unlink": 1e-5, "mkdir": 2e-5,
-                            "rmdir": 2e-5, "create": 2e-5},
+                            "rmdir": 2e-5, "create": 2e-5, "create_written": 3e-5},
               "write_MBps": 500.0, "read_MBps": 1000.0, "small_write_s": 5e-6, "small_read_s": 3e-6,
-              "fsync_s": 5e-4},
+              "random_read_s": 1e-4, "fsync_s": 5e-4},
     "parallel": {"latency_s": {"open": 5e-4, "stat": 3e-4, "rename": 1e-3, "unlink": 1e-3, "mkdir": 1e-3,
-                               "rmdir": 1e-3, "create": 1e-3},
+                               "rmdir": 1e-3, "create": 1e-3, "create_written": 2e-3},
                  "write_MBps": 500.0, "read_MBps": 500.0, "small_write_s": 1e-4, "small_read_s": 1e-4,
-                 "fsync_s": 2e-3},
+                 "random_read_s": 5e-4, "fsync_s": 2e-3},
 }
 LOCAL_TYPES = {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "zfs", "f2fs", "overlay"}
 
@@ -147,8 +149,19 @@ class FileSystem:
     read_MBps: float = 500.0
     small_write_s: float = 1e-4
     small_read_s: float = 1e-4
+    random_read_s: float = 5e-4
     fsync_s: float = 1e-3
     calibrated: bool = False
+
+    @property
+    def flush_s(self) -> float:
+        """What a close after writes adds to a file's create and write: the
+        client sends what it held (a new file written and closed, less an
+        empty one's create and one small write)."""
+        lat = self.latency_s
+        if "create_written" not in lat:
+            return 0.0
+        return max(0.0, lat["create_written"] - lat.get("create", 0.0) - self.small_write_s)
 
     def meta_seconds(self, kind: str, calls: float, procs: int) -> float:
         """calls of a kind spread over procs processes: the time until the
@@ -178,13 +191,14 @@ def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSy
                           f"{profile.get('measured', '')})", latency_s=lat, rate_by_procs=rates,
                           write_MBps=d["write_MBps"]["1"]["median"], read_MBps=d["read_MBps"]["1"]["median"],
                           small_write_s=d["small_write_s"]["median"], small_read_s=d["small_read_s"]["median"],
+                          random_read_s=d.get("random_read_s", {}).get("median", 5e-4),
                           fsync_s=d["fsync_s"]["median"], calibrated=True)
     kind = "local" if fstype in LOCAL_TYPES else "parallel"
     b = BUILTIN[kind]
     return FileSystem(name=f"built-in figures for a {kind} file system ({fstype or 'type unknown'}; "
                       "no --fs profile)", latency_s=dict(b["latency_s"]), write_MBps=b["write_MBps"],
                       read_MBps=b["read_MBps"], small_write_s=b["small_write_s"], small_read_s=b["small_read_s"],
-                      fsync_s=b["fsync_s"])
+                      random_read_s=b["random_read_s"], fsync_s=b["fsync_s"])
 
 
 def staged(app: Mapping[str, float]) -> bool:
@@ -207,7 +221,7 @@ def publish_side(app: Mapping[str, float], unit: int = UNIT) -> dict[str, float]
         out["POSIX_UNLINKS"] = 1.0 if stood else 0.0   # the file that stood goes with it
         return out
     size = max(_v(app, "POSIX_MAX_BYTE_WRITTEN"), _v(app, "STDIO_MAX_BYTE_WRITTEN"), -1.0) + 1
-    out["POSIX_OPENS"] = 1.0
+    out["POSIX_OPENS"] = out["POSIX_OPENS_WRITE"] = out["POSIX_OPENS_CREATE"] = 1.0
     out["POSIX_WRITES"] = float(math.ceil(size / unit))
     out["POSIX_BYTES_WRITTEN"] = size
     if size > unit or stood:
@@ -250,12 +264,17 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode == "auto" and local:
         return fs
+    direct = False
     if mode in ("stage", "auto") and staged(f.app):
         if not (mode == "auto" and large_writes_only(f.app)):
             out = publish_side(f.app, unit)
             out["POSIX_STATS"] += lookups
             out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
             return out
+        # auto's large first write: the empty file published (a create),
+        # the program's descriptor reopened on it where it stood (an open
+        # and a seek), then straight through, as buffer mode
+        direct = True
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -263,7 +282,15 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
             fs["POSIX_STATS"] += min(_v(f.app, "POSIX_OPENS_APPEND"), _v(f.app, "POSIX_WRITES"))
         fs["POSIX_WRITES"] = float(buffer_writes(f.app, f.fs, unit))
         fs["POSIX_READS"] = float(buffer_reads(f.app, f.fs, readahead))
+        # (a read that did not continue the previous one still does not; the windows do)
+        fs["POSIX_CONSEC_READS"] = max(0.0, fs["POSIX_READS"] - (_v(f.fs, "POSIX_READS") -
+                                                               _v(f.fs, "POSIX_CONSEC_READS")))
         fs["STDIO_WRITES"] = float(stdio_writes(f.fs, f.app, unit))
+    if direct:
+        fs["POSIX_OPENS"] += 1
+        fs["POSIX_OPENS_WRITE"] += 1
+        fs["POSIX_SEEKS"] += 1
+        fs["POSIX_STATS"] += lookups
     return fs
 
 
@@ -277,16 +304,36 @@ def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool
 
 
 def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, procs: int) -> float:
-    """The time the calls and bytes take on sysfs, spread over procs processes."""
-    t = 0.0
-    for kind, counters in META_KINDS.items():
-        t += sysfs.meta_seconds(kind, _v(fs, *counters), procs)
+    """The time one file's calls and bytes take on sysfs, spread over procs
+    processes: each metadata kind at the profile's rate for that many
+    processes (a create of a file that is written costs a written file's
+    create, write and close; each other open for writing of a written file,
+    the close's flush); each read that does not continue the previous one a
+    random read's round trip, each other call its fixed cost (the 4 KiB
+    call's, less its bytes); the bytes at one stream's bandwidth; each
+    fsync its latency."""
+    p = max(procs, 1)
+    opens = _v(fs, "POSIX_OPENS", "STDIO_OPENS")
+    creates = min(_v(fs, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE"), opens)
     writes, reads = _v(fs, "POSIX_WRITES", "STDIO_WRITES"), _v(fs, "POSIX_READS", "STDIO_READS")
+    written = writes > 0 and "create_written" in sysfs.latency_s
+    t = sysfs.meta_seconds("create_written" if written else "create", creates, procs)
+    t += sysfs.meta_seconds("open", opens - creates, procs)
+    if writes > 0:
+        updates = max(0.0, min(_v(fs, "POSIX_OPENS_WRITE", "STDIO_OPENS_WRITE"), writes) - creates)
+        t += updates * sysfs.flush_s / p
+    for kind, counters in META_KINDS.items():
+        if kind != "open":
+            t += sysfs.meta_seconds(kind, _v(fs, *counters), procs)
     wbytes, rbytes = _v(fs, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"), _v(fs, "POSIX_BYTES_READ",
                                                                              "STDIO_BYTES_READ")
-    p = max(procs, 1)
-    t += (writes * sysfs.small_write_s + reads * sysfs.small_read_s) / p
-    t += wbytes / (sysfs.write_MBps * 1e6) + rbytes / (sysfs.read_MBps * 1e6)
+    wbw, rbw = sysfs.write_MBps * 1e6, sysfs.read_MBps * 1e6
+    wcall, rcall = max(0.0, sysfs.small_write_s - SMALL / wbw), max(0.0, sysfs.small_read_s - SMALL / rbw)
+    jumps = max(0.0, _v(fs, "POSIX_READS") - _v(fs, "POSIX_CONSEC_READS"))
+    # (a created file's writes are in its create's figure when it is small)
+    t += (max(0.0, writes - (creates if written else 0)) * wcall + (reads - jumps) * rcall
+          + jumps * max(0.0, sysfs.random_read_s - SMALL / rbw)) / p
+    t += wbytes / wbw + rbytes / rbw
     t += _v(fs, "POSIX_FSYNCS", "POSIX_FDSYNCS") * sysfs.fsync_s / p
     return t
 
@@ -328,11 +375,15 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             out["modes"][mode] = {"modelled": False, "why": NOT_YET[mode]}
             continue
         total = {k: 0.0 for k in PREDICTED}
+        seconds = 0.0
         for f in files:
-            for k, x in predict_file(mode, f, unit, readahead, lookups.get(f.path, 0.0), local).items():
-                total[k] += x * factor
+            one = {k: x * factor for k, x in
+                   predict_file(mode, f, unit, readahead, lookups.get(f.path, 0.0), local).items()}
+            seconds += io_seconds(one, sysfs, procs)
+            for k, x in one.items():
+                total[k] += x
         out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
-                              "io_time_s": io_seconds(total, sysfs, procs)}
+                              "io_time_s": seconds}
     return out
 
 

@@ -855,7 +855,7 @@ def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_pat
     from sluice.bench.calibrate import read_profile
     doc = read_profile(out)
     assert doc["settings"]["procs"] == [1, 2] and len(doc["rounds"]) == 2
-    assert set(doc["metadata"]) == {"create", "stat", "open", "rename", "unlink", "mkdir", "rmdir"}
+    assert set(doc["metadata"]) == {"create", "stat", "open", "rename", "unlink", "mkdir", "rmdir", "create_written"}
     for kind, m in doc["metadata"].items():
         lat, rate1 = m["latency_s"]["median"], m["ops_per_s"]["1"]["median"]
         assert lat > 0 and rate1 > 0 and m["ops_per_s"]["2"]["median"] > 0, kind
@@ -864,7 +864,7 @@ def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_pat
             one = r["procs"]["1"]
             assert one[kind] * one[f"{kind}_latency_s"] == pytest.approx(1.0, rel=1e-6), kind
     d = doc["data"]
-    for key in ("small_write_s", "small_read_s", "fsync_s"):
+    for key in ("small_write_s", "small_read_s", "random_read_s", "fsync_s"):
         assert d[key]["median"] > 0
     assert d["write_MBps"]["1"]["median"] > 0 and d["read_MBps"]["2"]["median"] > 0
     assert d["shared_stripe"]["shared_MBps"]["median"] > 0 and d["shared_stripe"]["slowdown"]["median"] > 0

@@ -37,6 +37,7 @@ from sluice.paths import native
 
 SCHEMA = "sluice-fs-profile 1"
 PROGRAM = "sluice-bench-limits"
+RANDOM_READER = "sluice-bench-randread"
 # operation kind -> the program's phase; the profile's names are sluice's
 # counter names' kinds (POSIX_OPENS, POSIX_STATS, ...)
 META_PHASES = {"create": "create", "stat": "stat", "open": "openclose", "rename": "rename", "unlink": "unlink",
@@ -102,7 +103,15 @@ class Calibration:
             secs = max(r["seconds"] for r in res)
             rates[kind] = ops / secs if secs > 0 else float("nan")
             rates[f"{kind}_latency_s"] = max(r["seconds"] / r["ops"] for r in res if r["ops"])
-        for d in dirs:   # (unlink and rmdir emptied them)
+        # a new file written and closed: what a close after writes adds
+        # (the client sends the data and the server makes its first chunk)
+        wdirs = [self.work / f"w{nprocs}.{i}" for i in range(nprocs)]
+        res = self.together([[self.prog, "create", "--dir", str(d), "--files", str(self.files), "--file-size",
+                              str(SMALL)] for d in wdirs], nodes)
+        secs = max(r["seconds"] for r in res)
+        rates["create_written"] = sum(r["ops"] for r in res) / secs if secs > 0 else float("nan")
+        rates["create_written_latency_s"] = max(r["seconds"] / r["ops"] for r in res if r["ops"])
+        for d in dirs + wdirs:   # (unlink and rmdir emptied the first)
             shutil.rmtree(d, ignore_errors=True)
         return rates
 
@@ -129,8 +138,13 @@ class Calibration:
                       "--no-fsync"])
         self.caches.drop()
         r = self.one([self.prog, "read", "--file", str(f), "--request-size", str(SMALL)])
+        # 4 KiB reads at random offsets of the same (cold) file: each its own round trip
+        self.caches.drop()
+        rr = self.one([str(native(RANDOM_READER, "bin")), "--file", str(f), "--phase", "run", "--reads",
+                       str(min(2000, n)), "--read-size", str(SMALL)])
         f.unlink(missing_ok=True)
-        return {"small_write_s": w["seconds"] / w["ops"], "small_read_s": r["seconds"] / max(r["ops"], 1)}
+        return {"small_write_s": w["seconds"] / w["ops"], "small_read_s": r["seconds"] / max(r["ops"], 1),
+                "random_read_s": rr["read_seconds"] / max(rr["read_ops"], 1)}
 
     def fsync(self) -> dict[str, float]:
         f = self.work / "fsync"
@@ -209,7 +223,7 @@ def summarize(raw: list[dict[str, Any]], procs: list[int], nodes: int) -> dict[s
 
     one = str(procs[0])
     meta = {}
-    for kind in META_PHASES:
+    for kind in (*META_PHASES, "create_written"):
         meta[kind] = {
             "latency_s": fig(lambda r, k=kind: r["procs"][one][f"{k}_latency_s"]),
             "ops_per_s": {str(p): fig(lambda r, k=kind, p=p: r["procs"][str(p)][k]) for p in procs},
@@ -222,6 +236,7 @@ def summarize(raw: list[dict[str, Any]], procs: list[int], nodes: int) -> dict[s
         "read_MBps": {str(p): fig(lambda r, p=p: r["procs"][str(p)]["read_MBps"]) for p in procs},
         "small_write_s": fig(lambda r: r["small_write_s"]),
         "small_read_s": fig(lambda r: r["small_read_s"]),
+        "random_read_s": fig(lambda r: r["random_read_s"]),
         "fsync_s": fig(lambda r: r["fsync_s"]),
         "shared_stripe": {
             "piece": SHARED_PIECE,

@@ -141,9 +141,10 @@ def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
         t.add_column(f"{p} proc ops/s", justify="right")
     for n in nodes:
         t.add_column(f"{n} node ops/s", justify="right")
+    names = {"create_written": f"create, {st['small']} B, close"}
     for kind, m in doc["metadata"].items():
         lat = m["latency_s"]
-        row = [kind, f"{_us(lat['median'])} {_spread(lat)}"]
+        row = [names.get(kind, kind), f"{_us(lat['median'])} {_spread(lat)}"]
         row += [f"{fmt(m['ops_per_s'][p]['median'])} {_spread(m['ops_per_s'][p])}" for p in procs]
         row += [fmt(m["ops_per_s_by_nodes"][n]["median"]) for n in nodes]
         t.add_row(*row)
@@ -159,6 +160,9 @@ def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
         t.add_row(f"write from {n} node(s), MB/s", fmt(d["write_MBps_by_nodes"][n]["median"]))
     t.add_row(f"{st['small']} B write, per call", f"{_us(d['small_write_s']['median'])} {_spread(d['small_write_s'])}")
     t.add_row(f"{st['small']} B cold read, per call", f"{_us(d['small_read_s']['median'])} {_spread(d['small_read_s'])}")
+    if "random_read_s" in d:   # (profiles made before it was measured have none)
+        t.add_row(f"{st['small']} B cold read at random offsets, per call",
+                  f"{_us(d['random_read_s']['median'])} {_spread(d['random_read_s'])}")
     t.add_row(f"{st['small']} B write + fsync", f"{_us(d['fsync_s']['median'])} {_spread(d['fsync_s'])}")
     sh = d["shared_stripe"]
     t.add_row("2 writers sharing stripes / apart", f"{fmt(sh['shared_MBps']['median'])} / "
