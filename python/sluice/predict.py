@@ -152,6 +152,8 @@ class FileSystem:
     random_read_s: float = 5e-4
     fsync_s: float = 1e-3
     calibrated: bool = False
+    write_by_procs: dict[int, float] = field(default_factory=dict)
+    read_by_procs: dict[int, float] = field(default_factory=dict)
 
     @property
     def flush_s(self) -> float:
@@ -163,22 +165,33 @@ class FileSystem:
             return 0.0
         return max(0.0, lat["create_written"] - lat.get("create", 0.0) - self.small_write_s)
 
-    def meta_seconds(self, kind: str, calls: float, procs: int) -> float:
-        """calls of a kind spread over procs processes: the time until the
-        last is answered, at the calibrated rate for that many processes
-        (interpolated; beyond the largest measured, that one: the server
-        is saturated), else one latency per call and process."""
+    def call_seconds(self, kind: str, conc: int) -> float:
+        """One call of a kind while conc processes make such calls at once:
+        conc over the calibrated rate for that many (interpolated; beyond
+        the largest measured, that rate: the server is saturated), else
+        one latency."""
         rates = self.rate_by_procs.get(kind)
         if not rates:
-            return calls / max(procs, 1) * self.latency_s.get(kind, 1e-4)
-        pts = sorted(rates.items())
-        rate = pts[-1][1]
-        if procs <= pts[0][0]:
-            rate = pts[0][1]
-        for (p0, r0), (p1, r1) in zip(pts, pts[1:]):
-            if p0 <= procs <= p1:
-                rate = r0 + (r1 - r0) * (procs - p0) / (p1 - p0)
-        return calls / rate if rate > 0 else float("inf")
+            return self.latency_s.get(kind, 1e-4)
+        rate = _interpolate(rates, conc)
+        return conc / rate if rate > 0 else float("inf")
+
+    def byte_seconds(self, write: bool, conc: int) -> float:
+        """One byte of one of conc streams at once: they share the
+        calibrated bandwidth of that many."""
+        by = self.write_by_procs if write else self.read_by_procs
+        bw = _interpolate(by, conc) if by else (self.write_MBps if write else self.read_MBps)
+        return conc / (bw * 1e6)
+
+
+def _interpolate(points: Mapping[int, float], x: int) -> float:
+    pts = sorted(points.items())
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (p0, r0), (p1, r1) in zip(pts, pts[1:]):
+        if p0 <= x <= p1:
+            return r0 + (r1 - r0) * (x - p0) / (p1 - p0)
+    return pts[-1][1]
 
 
 def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSystem:
@@ -192,7 +205,9 @@ def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSy
                           write_MBps=d["write_MBps"]["1"]["median"], read_MBps=d["read_MBps"]["1"]["median"],
                           small_write_s=d["small_write_s"]["median"], small_read_s=d["small_read_s"]["median"],
                           random_read_s=d.get("random_read_s", {}).get("median", 5e-4),
-                          fsync_s=d["fsync_s"]["median"], calibrated=True)
+                          fsync_s=d["fsync_s"]["median"], calibrated=True,
+                          write_by_procs={int(p): r["median"] for p, r in d["write_MBps"].items()},
+                          read_by_procs={int(p): r["median"] for p, r in d["read_MBps"].items()})
     kind = "local" if fstype in LOCAL_TYPES else "parallel"
     b = BUILTIN[kind]
     return FileSystem(name=f"built-in figures for a {kind} file system ({fstype or 'type unknown'}; "
@@ -257,6 +272,14 @@ def stage_lookups(job: Job, files: list[FileTotals]) -> dict[str, float]:
     return out
 
 
+def published(mode: str, f: FileTotals, local: bool) -> bool:
+    """Under mode the file lives on the tier and reaches the file system as
+    its publish."""
+    if mode == "stage":
+        return staged(f.app)
+    return mode == "auto" and not local and staged(f.app) and not large_writes_only(f.app)
+
+
 def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
                  lookups: float = 0.0, local: bool = False) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
@@ -264,17 +287,15 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode == "auto" and local:
         return fs
-    direct = False
-    if mode in ("stage", "auto") and staged(f.app):
-        if not (mode == "auto" and large_writes_only(f.app)):
-            out = publish_side(f.app, unit)
-            out["POSIX_STATS"] += lookups
-            out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
-            return out
-        # auto's large first write: the empty file published (a create),
-        # the program's descriptor reopened on it where it stood (an open
-        # and a seek), then straight through, as buffer mode
-        direct = True
+    if published(mode, f, local):
+        out = publish_side(f.app, unit)
+        out["POSIX_STATS"] += lookups
+        out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
+        return out
+    # auto's large first write: the empty file published (a create), the
+    # program's descriptor reopened on it where it stood (an open and a
+    # seek), then straight through, as buffer mode
+    direct = mode == "auto" and staged(f.app)
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -303,38 +324,38 @@ def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool
     return _small_writes(app, large) == 0
 
 
-def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, procs: int) -> float:
-    """The time one file's calls and bytes take on sysfs, spread over procs
-    processes: each metadata kind at the profile's rate for that many
-    processes (a create of a file that is written costs a written file's
-    create, write and close; each other open for writing of a written file,
-    the close's flush); each read that does not continue the previous one a
-    random read's round trip, each other call its fixed cost (the 4 KiB
-    call's, less its bytes); the bytes at one stream's bandwidth; each
-    fsync its latency."""
-    p = max(procs, 1)
+def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, conc: int) -> float:
+    """The seconds one file's calls and bytes keep their processes in the
+    file system, added up over the processes, while conc of them make such
+    calls at once: each metadata call its latency at that concurrency (a
+    create of a file that is written costs a written file's create, write
+    and close; each other open for writing of a written file, a close's
+    flush); each read that does not continue the previous one a random
+    read's round trip, each other call its fixed cost (the 4 KiB call's,
+    less its bytes); the bytes at conc streams' share of the bandwidth;
+    each fsync its latency."""
     opens = _v(fs, "POSIX_OPENS", "STDIO_OPENS")
     creates = min(_v(fs, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE"), opens)
     writes, reads = _v(fs, "POSIX_WRITES", "STDIO_WRITES"), _v(fs, "POSIX_READS", "STDIO_READS")
     written = writes > 0 and "create_written" in sysfs.latency_s
-    t = sysfs.meta_seconds("create_written" if written else "create", creates, procs)
-    t += sysfs.meta_seconds("open", opens - creates, procs)
+    t = creates * sysfs.call_seconds("create_written" if written else "create", conc)
+    t += (opens - creates) * sysfs.call_seconds("open", conc)
     if writes > 0:
         updates = max(0.0, min(_v(fs, "POSIX_OPENS_WRITE", "STDIO_OPENS_WRITE"), writes) - creates)
-        t += updates * sysfs.flush_s / p
+        t += updates * sysfs.flush_s
     for kind, counters in META_KINDS.items():
         if kind != "open":
-            t += sysfs.meta_seconds(kind, _v(fs, *counters), procs)
+            t += _v(fs, *counters) * sysfs.call_seconds(kind, conc)
     wbytes, rbytes = _v(fs, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"), _v(fs, "POSIX_BYTES_READ",
                                                                              "STDIO_BYTES_READ")
-    wbw, rbw = sysfs.write_MBps * 1e6, sysfs.read_MBps * 1e6
-    wcall, rcall = max(0.0, sysfs.small_write_s - SMALL / wbw), max(0.0, sysfs.small_read_s - SMALL / rbw)
+    wcall = max(0.0, sysfs.small_write_s - SMALL * sysfs.byte_seconds(True, 1))
+    rcall = max(0.0, sysfs.small_read_s - SMALL * sysfs.byte_seconds(False, 1))
     jumps = max(0.0, _v(fs, "POSIX_READS") - _v(fs, "POSIX_CONSEC_READS"))
     # (a created file's writes are in its create's figure when it is small)
     t += (max(0.0, writes - (creates if written else 0)) * wcall + (reads - jumps) * rcall
-          + jumps * max(0.0, sysfs.random_read_s - SMALL / rbw)) / p
-    t += wbytes / wbw + rbytes / rbw
-    t += _v(fs, "POSIX_FSYNCS", "POSIX_FDSYNCS") * sysfs.fsync_s / p
+          + jumps * max(0.0, sysfs.random_read_s - SMALL * sysfs.byte_seconds(False, 1)))
+    t += wbytes * sysfs.byte_seconds(True, conc) + rbytes * sysfs.byte_seconds(False, conc)
+    t += _v(fs, "POSIX_FSYNCS", "POSIX_FDSYNCS") * sysfs.fsync_s
     return t
 
 
@@ -377,13 +398,18 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         total = {k: 0.0 for k in PREDICTED}
         seconds = 0.0
         for f in files:
-            one = {k: x * factor for k, x in
-                   predict_file(mode, f, unit, readahead, lookups.get(f.path, 0.0), local).items()}
-            seconds += io_seconds(one, sysfs, procs)
+            looked = lookups.get(f.path, 0.0)
+            one = {k: x * factor for k, x in predict_file(mode, f, unit, readahead, looked, local).items()}
             for k, x in one.items():
                 total[k] += x
+            if published(mode, f, local):
+                # the publish is the job drainer's, one process; the look-ups the program's
+                publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
+                seconds += io_seconds(publish, sysfs, 1) + looked * factor * sysfs.call_seconds("stat", procs)
+            else:
+                seconds += io_seconds(one, sysfs, procs)
         out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
-                              "io_time_s": seconds}
+                              "io_time_s": seconds / procs}
     return out
 
 
