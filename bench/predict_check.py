@@ -7,6 +7,7 @@ totals). Prints the table and writes it as JSON; exits 1 when a count is
 off by more than --tolerance (10 % by default).
 
     bench/predict_check.py --target /mnt/sluice-pfs [--workloads smallio,nc-append] [--json FILE]
+    (the bench workloads, then LAMMPS, a CDO/NCO workflow, an h5py script and a PnetCDF code where installed)
     bench/predict_check.py --target /mnt/sluice-pfs --fs testbed.json   # I/O times too (within --time-tolerance)
 
 The measured I/O time of a run is the seconds its processes spent in the
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,20 +35,63 @@ COUNTERS = ("POSIX_WRITES", "POSIX_READS", "POSIX_OPENS", "POSIX_STATS", "POSIX_
             "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ", "STDIO_WRITES", "STDIO_READS")
 
 
-def workloads(native: Path, work: Path) -> dict[str, list[list[str]]]:
-    """Workload -> its program runs (setup first where it has one), small enough for CI."""
+@dataclass
+class Step:
+    """One program run of a workload: under sluice in the mode checked, or
+    plain (a setup: the inputs a job finds on the file system)."""
+
+    argv: list[str]
+    cwd: Path | None = None
+    plain: bool = False
+
+
+H5PY_SCRIPT = """
+import sys, h5py, numpy as np
+path = sys.argv[1]
+with h5py.File(path, "w") as f:
+    for step in range(20):
+        g = f.create_group(f"step{step:03d}")
+        g.create_dataset("t", data=np.arange(4096, dtype="f8") * step)
+        g.attrs["time"] = step * 0.5
+with h5py.File(path, "r") as f:
+    total = sum(float(f[f"step{s:03d}/t"][-1]) for s in range(20))
+print(total)
+"""
+
+
+def workloads(native: Path, tests_bin: Path, work: Path, scratch: Path) -> dict[str, list[Step] | str]:
+    """Workload -> its steps, small enough for CI; or why it cannot run here."""
     b = lambda name: str(native / f"sluice-bench-{name}")  # noqa: E731
-    return {
-        "smallio": [[b("smallio"), "--file", f"{work}/smallio", "--size", "16M"]],
-        "nc-append": [[b("nc-append"), "--file", f"{work}/append.nc", "--records", "200"]],
-        "nc-append-64bit": [[b("nc-append"), "--file", f"{work}/append64.nc", "--records", "200", "--format",
-                             "64bit"]],
-        "ensemble": [[b("ensemble"), "--dir", f"{work}/ens", "--procs", "2", "--files", "50", "--steps", "3"]],
-        "randread": [[b("randread"), "--file", f"{work}/rand", "--size", "16M", "--reads", "2000"]],
-        "smallread": [[b("smallread"), "--dir", f"{work}/sr", "--files", "200"]],
-        "strided-shared": [[b("strided-shared"), "--file", f"{work}/strided", "--procs", "2", "--size", "8M"]],
-        "fpp-netcdf": [[b("fpp-netcdf"), "--dir", f"{work}/fpp", "--procs", "2"]],
+    out: dict[str, list[Step] | str] = {
+        "smallio": [Step([b("smallio"), "--file", f"{work}/smallio", "--size", "16M"])],
+        "nc-append": [Step([b("nc-append"), "--file", f"{work}/append.nc", "--records", "200"])],
+        "nc-append-64bit": [Step([b("nc-append"), "--file", f"{work}/append64.nc", "--records", "200", "--format",
+                                  "64bit"])],
+        "ensemble": [Step([b("ensemble"), "--dir", f"{work}/ens", "--procs", "2", "--files", "50", "--steps", "3"])],
+        "randread": [Step([b("randread"), "--file", f"{work}/rand", "--size", "16M", "--reads", "2000"])],
+        "smallread": [Step([b("smallread"), "--dir", f"{work}/sr", "--files", "200"])],
+        "strided-shared": [Step([b("strided-shared"), "--file", f"{work}/strided", "--procs", "2", "--size", "8M"])],
+        "fpp-netcdf": [Step([b("fpp-netcdf"), "--dir", f"{work}/fpp", "--procs", "2"])],
     }
+    # the four real applications
+    lmp = shutil.which("lmp")
+    melt = ROOT / "tests" / "data" / "lammps" / "in.melt"
+    out["lammps"] = ([Step(["cp", str(melt), str(work)], plain=True),
+                      Step([lmp, "-in", "in.melt", "-log", "log.lammps", "-screen", "none"], cwd=work)]
+                     if lmp else "LAMMPS is not installed (lmp)")
+    from sluice.bench.workloads.cdo_nco import REAL_TOOLS, workflow_script
+    missing = [t for t in REAL_TOOLS if not shutil.which(t)]
+    script = scratch / "cdo-nco.sh"
+    script.write_text(workflow_script("real", 8, b("cdo-nco")))
+    out["cdo-nco"] = ([Step([b("cdo-nco"), "setup", "--dir", str(work), "--members", "8", "--steps", "3", "--nx",
+                             "16", "--ny", "8"], plain=True), Step(["/bin/sh", str(script), str(work)])]
+                      if not missing else f"CDO/NCO are not installed ({', '.join(missing)})")
+    out["h5py"] = [Step([sys.executable, "-c", H5PY_SCRIPT, f"{work}/a.h5"])]
+    pnc = tests_bin / "pnc_write"
+    mpirun = shutil.which("mpirun")
+    out["pnetcdf"] = ([Step([mpirun, "--oversubscribe", "-np", "2", str(pnc), f"{work}/out.nc"])]
+                      if pnc.exists() and mpirun else f"no {pnc} (build with -DSLUICE_BUILD_TESTS=ON) or no mpirun")
+    return out
 
 
 def sluice(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -78,22 +123,31 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     native = Path(os.environ.get("SLUICE_NATIVE_DIR") or ROOT / "build" / "dev" / "native").resolve()
+    tests_bin = Path(os.environ.get("SLUICE_TEST_BIN") or native.parent / "tests" / "bin").resolve()
     env = dict(os.environ, SLUICE_NATIVE_DIR=str(native),
-               PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    sys.path.insert(0, str(ROOT / "python"))
     work_root = Path(tempfile.mkdtemp(prefix="sluice-predict-check.", dir=a.target))
     rows, bad = [], 0
     try:
-        for name, runs in workloads(native, work_root).items():
+        for name, runs in workloads(native, tests_bin, work_root, work_root).items():
             if a.workloads != "all" and name not in a.workloads.split(","):
+                continue
+            if isinstance(runs, str):
+                print(f"{name:16s} left out: {runs}")
                 continue
             measured, predicted = {}, None
             for mode in ["profile", *a.modes.split(",")]:
                 work = work_root / f"{name}.{mode}"
                 work.mkdir()
                 logs = work_root / f"{name}.{mode}.logs"
-                for argv in workloads(native, work)[name]:
-                    cp = sluice("run", "-q", "--mode", mode, "--log-dir", str(logs), "--path", str(work), "--",
-                                *argv, env=env)
+                steps = workloads(native, tests_bin, work, work_root)[name]
+                assert not isinstance(steps, str)
+                for st in steps:
+                    argv = st.argv if st.plain else [sys.executable, "-m", "sluice", "run", "-q", "--mode", mode,
+                                                     "--log-dir", str(logs), "--path", str(work), "--", *st.argv]
+                    cp = subprocess.run(argv, env=env, cwd=st.cwd, text=True, capture_output=True)
                     if cp.returncode != 0:
                         raise SystemExit(f"predict_check: {name} under {mode} failed: {cp.stderr.strip()[-400:]}")
                 measured[mode] = totals(logs, work, env)

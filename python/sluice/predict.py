@@ -221,6 +221,8 @@ def staged(app: Mapping[str, float]) -> bool:
     (O_CREAT) or emptied it (O_TRUNC). An O_CREAT open of a file that stood,
     without O_TRUNC, goes straight through under stage; the counters do not
     say whether it stood, so such a file is taken as new."""
+    if _v(app, "MPIIO_COLL_OPENS", "MPIIO_INDEP_OPENS") > 0:
+        return False   # a file MPI-IO opens is shared by its ranks: it stays on the file system
     return _v(app, "POSIX_OPENS_CREATE", "POSIX_OPENS_TRUNC", "STDIO_OPENS_CREATE", "STDIO_OPENS_TRUNC") > 0
 
 
@@ -280,13 +282,44 @@ def published(mode: str, f: FileTotals, local: bool) -> bool:
     return mode == "auto" and not local and staged(f.app) and not large_writes_only(f.app)
 
 
+def mpiio_helpers(files: list[FileTotals]) -> set[str]:
+    """Files the MPI-IO library makes beside a file it opens (OMPIO's
+    NAME.locktest.R, ROMIO's shared-pointer files): opened inside
+    MPI_File_open, so never staged (a shared open stays on the file
+    system); the counters do not say which opens those were, the names do."""
+    shared = [f.path + "." for f in files if _v(f.app, "MPIIO_COLL_OPENS", "MPIIO_INDEP_OPENS") > 0]
+    return {f.path for f in files if any(f.path.startswith(p) for p in shared)}
+
+
+def renamed_on_tier(files: list[FileTotals]) -> set[str]:
+    """Names that staged files took by a rename (NCO's temporary file moved
+    over its output): the tier renames them, so the file system sees the
+    file once, as its publish (counted at the staged file), and no call of
+    the program's on the new name. The counters say which files were
+    renamed (POSIX_RENAMES) and which names were taken
+    (POSIX_RENAME_TARGETS), not which went to which: a name taken in a
+    directory where a staged file was renamed is taken as one of them."""
+    dirs = {f.path.rsplit("/", 1)[0] for f in files if staged(f.app) and _v(f.app, "POSIX_RENAMES") > 0}
+    return {f.path for f in files if _v(f.app, "POSIX_RENAME_TARGETS") > 0 and not staged(f.app)
+            and f.path.rsplit("/", 1)[0] in dirs}
+
+
 def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
-                 lookups: float = 0.0, local: bool = False) -> dict[str, float]:
+                 lookups: float = 0.0, local: bool = False, on_tier: bool = False,
+                 helper: bool = False) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
-    lookups: stage's own stats at its first creating open."""
+    lookups: stage's own stats at its first creating open; on_tier: a name
+    a staged file took (renamed_on_tier); helper: the MPI-IO library's own
+    file (mpiio_helpers)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode == "auto" and local:
         return fs
+    if helper and mode in ("stage", "auto"):
+        return fs
+    if on_tier and mode in ("stage", "auto"):
+        out = dict.fromkeys(PREDICTED, 0.0)
+        out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
+        return out
     if published(mode, f, local):
         out = publish_side(f.app, unit)
         out["POSIX_STATS"] += lookups
@@ -296,6 +329,13 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     # program's descriptor reopened on it where it stood (an open and a
     # seek), then straight through, as buffer mode
     direct = mode == "auto" and staged(f.app)
+    if mode in ("stage", "auto"):
+        # (their tier opens streams itself: a stream's kernel open is the
+        # POSIX record's, src/interpose/stdio.c)
+        fs["POSIX_OPENS"] += fs["STDIO_OPENS"]
+        fs["POSIX_OPENS_WRITE"] += fs["STDIO_OPENS_WRITE"]
+        fs["POSIX_OPENS_CREATE"] += fs["STDIO_OPENS_CREATE"]
+        fs["STDIO_OPENS"] = fs["STDIO_OPENS_WRITE"] = fs["STDIO_OPENS_CREATE"] = 0.0
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -384,7 +424,9 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         factor = scale / procs
         procs = scale
     files = [f for f in job.files if not f.path.startswith("<")]
-    lookups = stage_lookups(job, files)
+    helpers = mpiio_helpers(files)
+    lookups = stage_lookups(job, [f for f in files if f.path not in helpers])
+    tier_names = renamed_on_tier(files)
     local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
@@ -399,10 +441,12 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         seconds = 0.0
         for f in files:
             looked = lookups.get(f.path, 0.0)
-            one = {k: x * factor for k, x in predict_file(mode, f, unit, readahead, looked, local).items()}
+            one = {k: x * factor for k, x in
+                   predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
+                                f.path in helpers).items()}
             for k, x in one.items():
                 total[k] += x
-            if published(mode, f, local):
+            if published(mode, f, local) and f.path not in helpers:
                 # the publish is the job drainer's, one process; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
                 seconds += io_seconds(publish, sysfs, 1) + looked * factor * sysfs.call_seconds("stat", procs)

@@ -102,3 +102,17 @@ long sluice_pathcall_end(struct sluice_pathcall *c, long rc)
     }
     return rc;
 }
+
+void sluice_count_rename_target(int dirfd, const char *to, unsigned sides)
+{
+    char abs[PATH_MAX];
+    struct sluice_record *r;
+    uint64_t t;
+
+    if (!sluice_user_str_ok(to) || (r = sluice_path_record(dirfd, to, abs)) == NULL)
+        return;
+    if (sides != SLUICE_SIDES_BOTH)
+        sluice_record_split_sides(r);
+    t = sluice_now();
+    sluice_count_meta(r, sides, POSIX_RENAME_TARGETS, t, t);
+}

@@ -37,6 +37,10 @@ struct sluice_record *sluice_path_record(int dirfd, const char *path, char *abs)
 
 void sluice_pathcall_begin(struct sluice_pathcall *c, int dirfd, const char *path, int counter);
 
+/* A rename that succeeded, on the record of the name the file took (if
+ * that path is recorded and readable): POSIX_RENAME_TARGETS on `sides`. */
+void sluice_count_rename_target(int dirfd, const char *to, unsigned sides);
+
 /* A second path of the same call (rename's and link's target): resolved
  * when the first was; never counted. */
 void sluice_pathcall_second(const struct sluice_pathcall *c, struct sluice_path *p, char *abs, int dirfd,

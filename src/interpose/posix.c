@@ -769,7 +769,11 @@ SLUICE_EXPORT int remove(const char *path)
 static long rename_down(struct sluice_pathcall *c, int tofd, const char *to_path, unsigned flags)
 {
     TWO_PATHS(*c, to, tofd, to_path);
-    return sluice_tier_path_rename(c->stack, 0, &c->p, &to, flags);
+    long rc = sluice_tier_path_rename(c->stack, 0, &c->p, &to, flags);
+    /* the name the file took (the tier below counts the fs side of a split record) */
+    if (rc >= 0)
+        sluice_count_rename_target(tofd, to_path, c->p.fs_rec ? SLUICE_SIDES_APP : SLUICE_SIDES_BOTH);
+    return rc;
 }
 
 SLUICE_EXPORT int rename(const char *from, const char *to)

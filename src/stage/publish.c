@@ -331,8 +331,10 @@ out:
         t0 = sluice_now();
         if (SLUICE_REAL(rename)(tmp, e->path) != 0)
             rc = fail("cannot rename to", e->path, errno, why, whylen);
-        else
+        else {
             count(rec, POSIX_RENAMES, t0);
+            count(rec, POSIX_RENAME_TARGETS, t0);   /* (the record is the final name's: both ends) */
+        }
     }
     /* a file this publish made and could not fill goes again (the data
      * stays on the tier); one truncated in place stays as it is, as a

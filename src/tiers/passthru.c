@@ -11,6 +11,7 @@
 
 #include "core/counters.h"
 #include "core/file.h"
+#include "core/pathcall.h"
 #include "core/policy.h"
 #include "core/stack.h"
 #include "layout/layout.h"
@@ -308,6 +309,8 @@ static int passthru_path_rename(cstack *s, int level, cpath *from, cpath *to, un
     uint64_t t0 = path_now(from);
     int rc = flags ? SLUICE_REAL(renameat2)(from->dirfd, from->path, to->dirfd, to->path, flags)
                    : SLUICE_REAL(renameat)(from->dirfd, from->path, to->dirfd, to->path);
+    if (rc == 0 && from->fs_rec)
+        sluice_count_rename_target(to->dirfd, to->path, SLUICE_SIDES_FS);
     return path_done(from, rc, POSIX_RENAMES, t0);
 }
 

@@ -29,7 +29,7 @@ KNOWN_MIX = {
                   MAX_BYTE_READ=84, MAX_BYTE_WRITTEN=84, OPENS_WRITE=1, OPENS_CREATE=1, OPENS_TRUNC=1),  # "w+"
     "sub": P(MKDIRS=1, RMDIRS=1),
     "sub/tmp": P(OPENS=1, RENAMES=1, OPENS_WRITE=1, OPENS_CREATE=1),   # O_CREAT|O_WRONLY
-    "sub/tmp2": P(UNLINKS=1),
+    "sub/tmp2": P(UNLINKS=1, RENAME_TARGETS=1),   # sub/tmp renamed to it
 }
 
 

@@ -112,7 +112,7 @@ for sym in ("lockf", "lockf64"):
 for sym in ("truncate", "truncate64"):
     case(sym, ["creat:{f}", "close", f"{sym}:{{f}}:10"], P(OPENS=1, TRUNCATES=1))
 for sym in ("rename", "renameat", "renameat2"):
-    case(sym, ["creat:{f}", "close", f"{sym}:{{f}}:{{f}}.new"], P(OPENS=1, RENAMES=1))
+    case(sym, ["creat:{f}", "close", f"{sym}:{{f}}:{{f}}.new"], P(OPENS=1, RENAMES=1), {".new": P(RENAME_TARGETS=1)})
 for sym in ("mkdir", "mkdirat"):
     case(sym, [f"{sym}:{{f}}", "rmdir:{f}"], P(MKDIRS=1, RMDIRS=1))
 case("unlinkat_dir", ["mkdir:{f}", "unlinkat_dir:{f}"], P(MKDIRS=1, RMDIRS=1))
