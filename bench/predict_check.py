@@ -120,6 +120,9 @@ def main() -> None:
     ap.add_argument("--tolerance", type=float, default=0.10)
     ap.add_argument("--fs", type=Path, help="a `sluice bench calibrate` profile of --target: compare I/O times too")
     ap.add_argument("--time-tolerance", type=float, default=0.30)
+    ap.add_argument("--trace", type=int, default=1 << 20,
+                    help="the profile run's per-call trace (sluice run --trace N): predict replays it through "
+                         "buffer mode; 0: the counters' model alone")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     native = Path(os.environ.get("SLUICE_NATIVE_DIR") or ROOT / "build" / "dev" / "native").resolve()
@@ -145,8 +148,10 @@ def main() -> None:
                 steps = workloads(native, tests_bin, work, work_root)[name]
                 assert not isinstance(steps, str)
                 for st in steps:
+                    trace = ["--trace", str(a.trace)] if mode == "profile" and a.trace else []
                     argv = st.argv if st.plain else [sys.executable, "-m", "sluice", "run", "-q", "--mode", mode,
-                                                     "--log-dir", str(logs), "--path", str(work), "--", *st.argv]
+                                                     *trace, "--log-dir", str(logs), "--path", str(work), "--",
+                                                     *st.argv]
                     cp = subprocess.run(argv, env=env, cwd=st.cwd, text=True, capture_output=True)
                     if cp.returncode != 0:
                         raise SystemExit(f"predict_check: {name} under {mode} failed: {cp.stderr.strip()[-400:]}")

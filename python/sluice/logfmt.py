@@ -150,7 +150,7 @@ class Trace:
     read or write kept, in the order the calls began."""
     paths: list[str]
     module: np.ndarray      # uint8: the record's module id (1 POSIX, 3 MPIIO)
-    op: np.ndarray          # uint8: 0 read, 1 write
+    op: np.ndarray          # uint8: 0 read, 1 write, 2 open, 3 close, 4 truncate (length: the size), 5 fsync
     offset: np.ndarray      # int64 (-1: not known)
     length: np.ndarray      # int64
     start_ns: np.ndarray    # int64, since the process started

@@ -306,11 +306,12 @@ def renamed_on_tier(files: list[FileTotals]) -> set[str]:
 
 def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
-                 helper: bool = False) -> dict[str, float]:
+                 helper: bool = False, replayed: Mapping[str, float] | None = None) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
-    file (mpiio_helpers)."""
+    file (mpiio_helpers); replayed: the file's writes, reads and bytes as
+    its trace replayed under buffer mode left them (sluice.replay)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode == "auto" and local:
         return fs
@@ -347,6 +348,8 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         fs["POSIX_CONSEC_READS"] = max(0.0, fs["POSIX_READS"] - (_v(f.fs, "POSIX_READS") -
                                                                _v(f.fs, "POSIX_CONSEC_READS")))
         fs["STDIO_WRITES"] = float(stdio_writes(f.fs, f.app, unit))
+        if replayed and not direct:
+            fs.update(replayed)
     if direct:
         fs["POSIX_OPENS"] += 1
         fs["POSIX_OPENS_WRITE"] += 1
@@ -404,7 +407,7 @@ def metadata_ops(fs: Mapping[str, float]) -> float:
 
 
 def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None = None,
-            unit: int = UNIT, readahead: int = READAHEAD) -> dict[str, Any]:
+            unit: int = UNIT, readahead: int = READAHEAD, replay: bool = True) -> dict[str, Any]:
     """The prediction document: {"file_system", "job", "modes": {MODE: {"fs", "io_time_s", "metadata_ops"}}}."""
     modes_logged = {l.info.get("mode", "profile") for l in job.logs}
     if modes_logged - {"profile", ""}:
@@ -427,10 +430,15 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     helpers = mpiio_helpers(files)
     lookups = stage_lookups(job, [f for f in files if f.path not in helpers])
     tier_names = renamed_on_tier(files)
+    replayed: dict[str, dict[str, float]] = {}
+    if replay and any(l.trace is not None for l in job.logs):
+        from sluice import replay as replay_mod
+        replayed = replay_mod.replay(replay_mod.plan(job, files), "buffer")
     local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
-        "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files)},
+        "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files),
+                "replayed_files": len(replayed)},
         "modes": {},
     }
     for mode in MODES:
@@ -443,7 +451,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             looked = lookups.get(f.path, 0.0)
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
-                                f.path in helpers).items()}
+                                f.path in helpers, replayed.get(f.path)).items()}
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local) and f.path not in helpers:

@@ -164,7 +164,7 @@ void sluice_count_rw_buf(struct sluice_record *r, unsigned sides, enum sluice_ac
 
     if (sluice_trace_cap && (sides & (1u << SLUICE_SIDE_APP)) &&
         (r->module == SLUICE_MOD_POSIX || r->module == SLUICE_MOD_MPIIO))
-        sluice_trace_add(r, kind == SLUICE_WRITE, off, n, t0, t1);
+        sluice_trace_add(r, kind == SLUICE_WRITE ? SLUICE_TRACE_WRITE : SLUICE_TRACE_READ, off, n, t0, t1);
     sluice_record_lock(r);
     sides = effective_sides(r, sides);
     for (int side = 0; side < SLUICE_NUM_SIDES; side++) {
@@ -246,6 +246,7 @@ static void count_timed(struct sluice_record *r, unsigned sides, int counter, in
 void sluice_count_open(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)
 {
     const struct meta_slots *m = meta_of(r);
+    sluice_trace_meta(r, sides, SLUICE_TRACE_OPEN, 0, t0, t1);
     count_timed(r, sides, m->opens, m->f_meta, m->f_open_start, -1, t0, t1);
 }
 
@@ -285,6 +286,7 @@ void sluice_count_open_flags(struct sluice_record *r, unsigned sides, int flags)
 void sluice_count_close(struct sluice_record *r, unsigned sides, uint64_t t0, uint64_t t1)
 {
     const struct meta_slots *m = meta_of(r);
+    sluice_trace_meta(r, sides, SLUICE_TRACE_CLOSE, 0, t0, t1);
     count_timed(r, sides, -1, m->f_meta, -1, m->f_close_end, t0, t1);
 }
 

@@ -23,6 +23,7 @@
 #include "common/statconv.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/trace.h"
 #include "core/mounts.h"
 #include "core/pathcall.h"
 #include "core/policy.h"
@@ -584,8 +585,10 @@ int sluice_file_fsync(struct sluice_file *f, int datasync)
 
     if (rc < 0)
         sluice_count_error(f->rec, f->sides);
-    else
+    else {
         sluice_count_sync(f->rec, f->sides, datasync ? POSIX_FDSYNCS : POSIX_FSYNCS, t0, t1);
+        sluice_trace_meta(f->rec, f->sides, SLUICE_TRACE_SYNC, 0, t0, t1);
+    }
     return rc;
 }
 
@@ -597,8 +600,10 @@ int sluice_file_ftruncate(struct sluice_file *f, off_t len)
 
     if (rc < 0)
         sluice_count_error(f->rec, f->sides);
-    else
+    else {
         sluice_count_meta(f->rec, f->sides, POSIX_TRUNCATES, t0, t1);
+        sluice_trace_meta(f->rec, f->sides, SLUICE_TRACE_TRUNCATE, (int64_t)len, t0, t1);
+    }
     return rc;
 }
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "core/record.h"
+
 struct sluice_trace_seg *sluice_trace_segs;
 int64_t sluice_trace_cap;
 atomic_llong sluice_trace_next;
@@ -26,8 +28,8 @@ int sluice_trace_init(int64_t cap)
     return 0;
 }
 
-void sluice_trace_add(struct sluice_record *rec, int write, int64_t offset, int64_t length, uint64_t t0,
-                      uint64_t t1)
+void sluice_trace_add(struct sluice_record *rec, enum sluice_trace_op op, int64_t offset, int64_t length,
+                      uint64_t t0, uint64_t t1)
 {
     long long i = atomic_fetch_add_explicit(&sluice_trace_next, 1, memory_order_relaxed);
     if (i >= sluice_trace_cap)
@@ -38,6 +40,13 @@ void sluice_trace_add(struct sluice_record *rec, int write, int64_t offset, int6
     s->length = length;
     s->t0 = t0;
     s->t1 = t1;
-    s->write = (uint8_t)write;
+    s->op = (uint8_t)op;
     atomic_store_explicit(&s->done, 1, memory_order_release);
+}
+
+void sluice_trace_meta(struct sluice_record *rec, unsigned sides, enum sluice_trace_op op, int64_t length,
+                       uint64_t t0, uint64_t t1)
+{
+    if (sluice_trace_cap && rec && rec->module == SLUICE_MOD_POSIX && (sides & (1u << SLUICE_SIDE_APP)))
+        sluice_trace_add(rec, op, -1, length, t0, t1);
 }

@@ -429,7 +429,7 @@ static void emit_trace(struct out *o, const struct source *src)
             switch (col) {
             case 0: out_u32(o, g->rec->log_index); break;
             case 1: { unsigned char m = (unsigned char)g->rec->module; out_bytes(o, &m, 1); break; }
-            case 2: out_bytes(o, &g->write, 1); break;
+            case 2: out_bytes(o, &g->op, 1); break;
             case 3: out_u64(o, (uint64_t)g->offset); break;
             case 4: out_u64(o, (uint64_t)g->length); break;
             case 5: out_u64(o, (uint64_t)ticks_to_ns(sluice_ticks_since_start(g->t0), ns_per_tick)); break;

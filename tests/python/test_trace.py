@@ -36,8 +36,9 @@ def test_first_calls_kept_the_rest_counted(tmp_path):
     (path,) = _traced(tmp_path, "--trace", "20")
     log = read_log(path)
     t = log.trace
-    assert log.version == (3, 1) and t is not None and len(t) == 20 and t.dropped == 1
-    calls = [(1, off, n) for off, n in WRITES] + [(0, off, n) for off, n in READS]
+    # its open (op 2), 19 writes (op 1) and 2 reads (op 0), its close (op 3): 23 calls, 20 kept
+    assert log.version == (3, 1) and t is not None and len(t) == 20 and t.dropped == 3
+    calls = [(2, -1, 0)] + [(1, off, n) for off, n in WRITES] + [(0, off, n) for off, n in READS] + [(3, -1, 0)]
     assert list(zip(t.op.tolist(), t.offset.tolist(), t.length.tolist())) == calls[:20]   # in call order
     assert set(t.paths) == {str(tmp_path / "work" / "pattern.bin")} and set(t.module.tolist()) == {1}
     starts, ends = t.start_ns.tolist(), t.end_ns.tolist()
@@ -45,7 +46,7 @@ def test_first_calls_kept_the_rest_counted(tmp_path):
     assert ends[-1] <= log.end_ns - log.start_ns
     (c,) = c_json(path)
     assert_same(c, py_json(log))
-    assert c["trace"]["dropped"] == 1 and c["trace"]["segments"][0][:5] == [str(tmp_path / "work" / "pattern.bin"),
+    assert c["trace"]["dropped"] == 3 and c["trace"]["segments"][1][:5] == [str(tmp_path / "work" / "pattern.bin"),
                                                                             1, 1, 0, 1000]
 
 
@@ -129,8 +130,8 @@ def test_log_written_again_after_a_failed_exec(tmp_path):
            str(work))
     (path,) = sorted(logs.glob("*.sluice"))
     t = read_log(path).trace
-    assert list(zip(t.module.tolist(), t.op.tolist(), t.offset.tolist(), t.length.tolist())) == [(1, 1, 0, 10),
-                                                                                                (1, 1, 10, 20)]
+    assert list(zip(t.module.tolist(), t.op.tolist(), t.offset.tolist(), t.length.tolist())) == [
+        (1, 2, -1, 0), (1, 1, 0, 10), (1, 1, 10, 20), (1, 3, -1, 0)]   # open, two writes, close
     assert t.dropped == 0
     (c,) = c_json(path)
     assert_same(c, py_json(read_log(path)))
@@ -149,3 +150,23 @@ def test_trace_too_large_is_reported_and_counters_kept(tmp_path):
     assert log.trace is None
     (r,) = [r for r in log.records if r.path.endswith("pattern.bin")]
     assert r.app["POSIX_WRITES"] == len(WRITES) and r.app["POSIX_READS"] == len(READS)
+
+
+def test_opens_closes_truncates_and_syncs_are_placed_among_the_calls(tmp_path):
+    """What a replay of the calls needs (sluice predict): each open, close,
+    ftruncate (its size) and fsync where the program made it; a read-only
+    file's too; DXT (the Darshan export) keeps only the reads and writes."""
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    code = ("import os, sys\nfd = os.open(sys.argv[1] + '/a', os.O_CREAT | os.O_RDWR, 0o644)\n"
+            "os.write(fd, b'x' * 10)\nos.fsync(fd)\nos.ftruncate(fd, 5)\nos.close(fd)\n"
+            "fd = os.open(sys.argv[1] + '/a', os.O_RDONLY)\nos.read(fd, 100)\nos.close(fd)\n")
+    import sys
+    sluice("run", "--trace", "100", "--log-dir", str(logs), "--path", str(work), "--", sys.executable, "-c", code,
+           str(work))
+    (path,) = sorted(logs.glob("*.sluice"))
+    t = read_log(path).trace
+    assert list(zip(t.op.tolist(), t.offset.tolist(), t.length.tolist())) == [
+        (2, -1, 0), (1, 0, 10), (5, -1, 0), (4, -1, 5), (3, -1, 0), (2, -1, 0), (0, 0, 5), (3, -1, 0)]
+    (c,) = c_json(path)
+    assert_same(c, py_json(read_log(path)))

@@ -288,7 +288,7 @@ def dxt_modules(job: RankedJob) -> tuple[dict[int, ModuleData], dict[int, str]]:
         for path, mod, op, off, n, t0, t1 in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
                                                   t.length.tolist(), t.start_ns.tolist(), t.end_ns.tolist()):
             mid = {1: L.DXT_POSIX, 3: L.DXT_MPIIO}.get(mod)
-            if mid is None:
+            if mid is None or op > 1:   # (DXT holds reads and writes; opens, closes, ... are sluice's own)
                 continue
             w, r, _ = segs.setdefault((mid, path, rank), ([], [], l.info.get("host", "")))
             (w if op else r).append(L.DXT_SEGMENT.pack(off, n, shift + t0 / 1e9, shift + t1 / 1e9))
