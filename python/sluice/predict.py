@@ -226,24 +226,101 @@ def staged(app: Mapping[str, float]) -> bool:
     return _v(app, "POSIX_OPENS_CREATE", "POSIX_OPENS_TRUNC", "STDIO_OPENS_CREATE", "STDIO_OPENS_TRUNC") > 0
 
 
-def publish_side(app: Mapping[str, float], unit: int = UNIT) -> dict[str, float]:
+def publish_side(app: Mapping[str, float], unit: int = UNIT, later: Mapping[str, float] | None = None
+                 ) -> dict[str, float]:
     """What publishing a staged file costs the file system (docs/stage.md,
     Publishing): of at most one unit, a create and one write; larger, or
     over a file that stood (opened with O_TRUNC but never O_CREAT), a
     temporary name, its unit asked of the file system (fstat), the writes,
-    and a rename. A file the job removed is never published."""
+    and a rename. A file the job removed is never published, unless the
+    trace says it was published before (later: what the job did to it on
+    the file system after its publish, published_early)."""
     out = dict.fromkeys(PREDICTED, 0.0)
     stood = _v(app, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE") == 0
-    if _v(app, "POSIX_UNLINKS") > 0:
+    if _v(app, "POSIX_UNLINKS") > 0 and later is None:
         out["POSIX_UNLINKS"] = 1.0 if stood else 0.0   # the file that stood goes with it
         return out
     size = max(_v(app, "POSIX_MAX_BYTE_WRITTEN"), _v(app, "STDIO_MAX_BYTE_WRITTEN"), -1.0) + 1
-    out["POSIX_OPENS"] = out["POSIX_OPENS_WRITE"] = out["POSIX_OPENS_CREATE"] = 1.0
-    out["POSIX_WRITES"] = float(math.ceil(size / unit))
-    out["POSIX_BYTES_WRITTEN"] = size
+    if later is not None:
+        size = later["size"]
+        out["POSIX_UNLINKS"] = float(_v(app, "POSIX_UNLINKS") > 0)
+        for k in ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"):
+            out[k] += later[k]
+    out["POSIX_OPENS"] += 1.0
+    out["POSIX_OPENS_WRITE"] = out["POSIX_OPENS_CREATE"] = 1.0
+    out["POSIX_WRITES"] += float(math.ceil(size / unit))
+    out["POSIX_BYTES_WRITTEN"] += size
     if size > unit or stood:
         out["POSIX_RENAMES"] = 1.0
         out["POSIX_STATS"] = 1.0 if size > unit else 0.0
+    return out
+
+
+STAGE_DELAY_NS = 1_000_000_000   # --stage-delay: a closed file not reopened this long is published
+
+
+def traced_events(job: Job) -> dict[str, list[tuple[int, int, int, int]]]:
+    """path -> its POSIX calls in the trace, every process's, in the order
+    of their start on the job's clock: (start ns, op, offset, length)."""
+    out: dict[str, list[tuple[int, int, int, int]]] = {}
+    for l in job.logs:
+        t = l.trace
+        if t is None:
+            continue
+        for path, mod, op, off, n, t0 in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                             t.length.tolist(), t.start_ns.tolist()):
+            if mod == 1:
+                out.setdefault(path, []).append((l.start_ns + t0, op, off, n))
+    for ev in out.values():
+        ev.sort()
+    return out
+
+
+def published_early(events: list[tuple[int, int, int, int]], delay_ns: int = STAGE_DELAY_NS
+                    ) -> dict[str, float] | None:
+    """When the job's drainer published a staged file before the job was
+    done with it: its last close left it closed longer than the stage delay
+    before the next open (a workflow's later step reads it). Then: its size
+    at the publish and what the job did to it afterwards, on the file
+    system (opens, reads, writes and their bytes); None when it stayed on
+    the tier (or the trace holds no opens: logs before they were traced)."""
+    if not any(op == 2 for _, op, _, _ in events):
+        return None
+    depth, size, closed_at, at = 0, 0, None, None
+    for i, (t, op, off, n) in enumerate(events):
+        if op == 2:
+            if depth == 0 and closed_at is not None and t - closed_at > delay_ns:
+                at = i
+                break
+            depth += 1
+        elif op == 3:
+            depth = max(0, depth - 1)
+            if depth == 0:
+                closed_at = t
+        elif op == 1:
+            size = max(size, off + n)
+        elif op == 4:
+            size = n
+    if at is None:
+        return None
+    later = events[at:]
+    return {"size": float(size), "POSIX_OPENS": float(sum(op == 2 for _, op, _, _ in later)),
+            "POSIX_READS": float(sum(op == 0 for _, op, _, _ in later)),
+            "POSIX_BYTES_READ": float(sum(n for _, op, _, n in later if op == 0)),
+            "POSIX_WRITES": float(sum(op == 1 for _, op, _, _ in later)),
+            "POSIX_BYTES_WRITTEN": float(sum(n for _, op, _, n in later if op == 1))}
+
+
+def rename_sources(files: list[FileTotals], tier_names: set[str]) -> dict[str, str]:
+    """A staged file renamed -> the name it took, where the names say it
+    (NAME.anything moved to NAME: NCO's NAME.pidN.ncap2.tmp, and most
+    programs' temporary files)."""
+    out = {}
+    for f in files:
+        if staged(f.app) and _v(f.app, "POSIX_RENAMES") > 0:
+            for t in tier_names:
+                if f.path.startswith(t + "."):
+                    out[f.path] = t
     return out
 
 
@@ -306,30 +383,16 @@ def renamed_on_tier(files: list[FileTotals]) -> set[str]:
 
 def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
-                 helper: bool = False, replayed: Mapping[str, float] | None = None) -> dict[str, float]:
+                 helper: bool = False, replayed: Mapping[str, float] | None = None,
+                 later: Mapping[str, float] | None = None) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
     file (mpiio_helpers); replayed: the file's writes, reads and bytes as
-    its trace replayed under buffer mode left them (sluice.replay)."""
+    its trace replayed under buffer mode left them (sluice.replay); later:
+    a staged file published before the job was done with it
+    (published_early)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
-    if mode == "auto" and local:
-        return fs
-    if helper and mode in ("stage", "auto"):
-        return fs
-    if on_tier and mode in ("stage", "auto"):
-        out = dict.fromkeys(PREDICTED, 0.0)
-        out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
-        return out
-    if published(mode, f, local):
-        out = publish_side(f.app, unit)
-        out["POSIX_STATS"] += lookups
-        out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
-        return out
-    # auto's large first write: the empty file published (a create), the
-    # program's descriptor reopened on it where it stood (an open and a
-    # seek), then straight through, as buffer mode
-    direct = mode == "auto" and staged(f.app)
     if mode in ("stage", "auto"):
         # (their tier opens streams itself: a stream's kernel open is the
         # POSIX record's, src/interpose/stdio.c)
@@ -337,6 +400,23 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         fs["POSIX_OPENS_WRITE"] += fs["STDIO_OPENS_WRITE"]
         fs["POSIX_OPENS_CREATE"] += fs["STDIO_OPENS_CREATE"]
         fs["STDIO_OPENS"] = fs["STDIO_OPENS_WRITE"] = fs["STDIO_OPENS_CREATE"] = 0.0
+    if mode == "auto" and local and _v(f.app, "MPIIO_COLL_OPENS", "MPIIO_INDEP_OPENS") == 0:
+        return fs   # (a file MPI-IO opens is buffered by auto wherever it is)
+    if helper and mode in ("stage", "auto"):
+        return fs
+    if on_tier and mode in ("stage", "auto"):
+        out = dict.fromkeys(PREDICTED, 0.0)
+        out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
+        return out
+    if published(mode, f, local):
+        out = publish_side(f.app, unit, later)
+        out["POSIX_STATS"] += lookups
+        out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
+        return out
+    # auto's large first write: the empty file published (a create), the
+    # program's descriptor reopened on it where it stood (an open and a
+    # seek), then straight through, as buffer mode
+    direct = mode == "auto" and staged(f.app)
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -430,6 +510,17 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     helpers = mpiio_helpers(files)
     lookups = stage_lookups(job, [f for f in files if f.path not in helpers])
     tier_names = renamed_on_tier(files)
+    events = traced_events(job)
+    later: dict[str, dict[str, float]] = {}
+    for src, dst in rename_sources(files, tier_names).items():   # (the file's life under both names)
+        early = published_early(events.get(src, []) + events.get(dst, []))
+        if early is not None:
+            later[src] = early
+    for f in files:
+        if f.path not in later and staged(f.app):
+            early = published_early(events.get(f.path, []))
+            if early is not None:
+                later[f.path] = early
     replayed: dict[str, dict[str, float]] = {}
     if replay and any(l.trace is not None for l in job.logs):
         from sluice import replay as replay_mod
@@ -451,7 +542,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             looked = lookups.get(f.path, 0.0)
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
-                                f.path in helpers, replayed.get(f.path)).items()}
+                                f.path in helpers, replayed.get(f.path), later.get(f.path)).items()}
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local) and f.path not in helpers:

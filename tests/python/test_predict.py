@@ -16,9 +16,10 @@ from conftest import NATIVE, REPO, python_env, sluice
 def test_predicted_counts_match_the_runs_where_the_model_holds(tmp_path):
     """profile: every counter exact; buffer and stage: writes, reads, opens,
     stats, renames, unlinks and bytes within 10 % of runs under those modes,
-    for the workloads docs/predict.md marks as checked."""
+    for the workloads docs/predict.md marks as checked (the profile run
+    traced, so that buffer mode's prediction replays the trace)."""
     out = tmp_path / "check.json"
-    workloads = {"smallio", "randread", "strided-shared", "ensemble"}
+    workloads = {"smallio", "randread", "strided-shared", "ensemble", "fpp-netcdf"}
     cp = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--target", str(tmp_path),
                          "--workloads", ",".join(sorted(workloads)), "--modes", "buffer,stage", "--json", str(out)],
                         env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)), capture_output=True, text=True,
@@ -45,6 +46,11 @@ def test_predicted_counts_match_the_runs_where_the_model_holds(tmp_path):
     assert row("ensemble", "buffer", "POSIX_STATS") == (300, 300)
     assert row("ensemble", "profile", "POSIX_OPENS") == (356, 356)
     assert row("ensemble", "stage", "POSIX_OPENS") == (108, 108)
+    # netCDF-3's read-modify-write of 8 KiB blocks: the counters cannot say
+    # how far its writes jump, the trace replayed through buffer mode can
+    # (724 writes of the 1,446 the program made)
+    predicted, measured = row("fpp-netcdf", "buffer", "POSIX_WRITES")
+    assert abs(predicted - measured) <= 0.1 * measured and measured < 1000
 
 
 def test_predict_refuses_another_modes_logs_and_scales(tmp_path):

@@ -20,15 +20,17 @@ def _n(x: float) -> str:
               "logged pattern (weak scaling).")
 @click.option("--job", "job_id", help="The job to read when the inputs hold several.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: file_system, job, modes.")
+@click.option("--no-replay", is_flag=True, help="Buffer mode from the counters alone, even where the logs hold a "
+              "trace (the replay runs the traced calls through buffer mode on scratch files in /dev/shm).")
 def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None, job_id: str | None,
-            as_json: bool) -> None:
+            as_json: bool, no_replay: bool) -> None:
     """Predict, from a profile-mode run's logs, the calls and bytes each mode
     would send to the file system and the I/O time they would take there
     (docs/predict.md)."""
     from sluice import predict as pr
     from sluice.report.model import load_job
 
-    doc = pr.predict(load_job(list(inputs), job_id), pr.load(fs_profile), scale)
+    doc = pr.predict(load_job(list(inputs), job_id), pr.load(fs_profile), scale, replay=not no_replay)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
         return
@@ -36,6 +38,10 @@ def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None
     click.echo(f"job {j['id']}: {j['processes']} process(es), {j['files']} file(s)"
                + (f"; predicted for {j['predicted_for']} processes" if j["predicted_for"] != j["processes"] else ""))
     click.echo(f"file system: {doc['file_system']['name']}")
+    if j.get("replayed_files"):
+        click.echo(f"buffer mode: {j['replayed_files']} file(s) replayed from the trace, the rest from the counters")
+    else:
+        click.echo("buffer mode: from the counters (run with --trace N for a replay of the calls)")
     rows = [("mode", "writes", "reads", "metadata ops", "I/O time")]
     for mode, m in doc["modes"].items():
         if not m["modelled"]:
