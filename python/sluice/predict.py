@@ -256,40 +256,88 @@ def publish_side(app: Mapping[str, float], unit: int = UNIT, later: Mapping[str,
     return out
 
 
+def concurrency(job: Job) -> int:
+    """How many of the job's processes made file-system calls at once, on
+    average: their lifetimes added up over the job's (a workflow of short
+    steps one after another: 1, whatever their number; N ranks: N).
+    Processes that used no recorded file (the shell that runs the steps)
+    are left out."""
+    users = {pid for procs in per_process_app(job).values() for pid in procs}
+    spans = [(l.start_ns, l.end_ns) for l in job.logs if l.pid in users and l.end_ns > l.start_ns]
+    if not spans:
+        return 1
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    return max(1, round(sum(e - s for s, e in spans) / wall)) if wall > 0 else len(spans)
+
+
 STAGE_DELAY_NS = 1_000_000_000   # --stage-delay: a closed file not reopened this long is published
 
 
-def traced_events(job: Job) -> dict[str, list[tuple[int, int, int, int]]]:
+def traced_events(job: Job) -> dict[str, list[tuple[int, int, int, int, int]]]:
     """path -> its POSIX calls in the trace, every process's, in the order
-    of their start on the job's clock: (start ns, op, offset, length)."""
-    out: dict[str, list[tuple[int, int, int, int]]] = {}
+    of their start on the job's clock: (start ns, op, offset, length, end ns)."""
+    out: dict[str, list[tuple[int, int, int, int, int]]] = {}
     for l in job.logs:
         t = l.trace
         if t is None:
             continue
-        for path, mod, op, off, n, t0 in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
-                                             t.length.tolist(), t.start_ns.tolist()):
+        for path, mod, op, off, n, t0, t1 in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                                 t.length.tolist(), t.start_ns.tolist(), t.end_ns.tolist()):
             if mod == 1:
-                out.setdefault(path, []).append((l.start_ns + t0, op, off, n))
+                out.setdefault(path, []).append((l.start_ns + t0, op, off, n, l.start_ns + t1))
     for ev in out.values():
         ev.sort()
     return out
 
 
-def published_early(events: list[tuple[int, int, int, int]], delay_ns: int = STAGE_DELAY_NS
-                    ) -> dict[str, float] | None:
+class BusyTime:
+    """The wall-clock time some process spent in the traced calls on files
+    the mode takes onto the tier, between two moments: under stage those
+    calls are the node's memory's, so the time between a close and the next
+    open shrinks by it (the union of the calls' spans, so that processes
+    calling at once are not counted twice)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.starts = [a for a, _ in merged]
+        self.spans = merged
+        self.before = [0]
+        for a, b in merged:
+            self.before.append(self.before[-1] + b - a)
+
+    def within(self, a: int, b: int) -> int:
+        import bisect
+        if not self.spans or b <= a:
+            return 0
+        i, j = bisect.bisect_right(self.starts, a) - 1, bisect.bisect_left(self.starts, b)
+        total = self.before[j] - self.before[max(i, 0)]
+        if i >= 0:   # (the span that began before a counts from a)
+            total -= min(self.spans[i][1], a) - self.spans[i][0]
+        if j > 0:    # (the last one counts up to b)
+            total -= max(0, self.spans[j - 1][1] - b)
+        return max(0, total)
+
+
+def published_early(events: list[tuple[int, int, int, int, int]], busy: BusyTime | None = None,
+                    delay_ns: int = STAGE_DELAY_NS) -> dict[str, float] | None:
     """When the job's drainer published a staged file before the job was
     done with it: its last close left it closed longer than the stage delay
     before the next open (a workflow's later step reads it). Then: its size
     at the publish and what the job did to it afterwards, on the file
     system (opens, reads, writes and their bytes); None when it stayed on
     the tier (or the trace holds no opens: logs before they were traced)."""
-    if not any(op == 2 for _, op, _, _ in events):
+    if not any(op == 2 for _, op, _, _, _ in events):
         return None
     depth, size, closed_at, at = 0, 0, None, None
-    for i, (t, op, off, n) in enumerate(events):
+    for i, (t, op, off, n, _) in enumerate(events):
         if op == 2:
-            if depth == 0 and closed_at is not None and t - closed_at > delay_ns:
+            gap = t - closed_at - (busy.within(closed_at, t) if busy else 0) if closed_at is not None else 0
+            if depth == 0 and closed_at is not None and gap > delay_ns:
                 at = i
                 break
             depth += 1
@@ -304,11 +352,11 @@ def published_early(events: list[tuple[int, int, int, int]], delay_ns: int = STA
     if at is None:
         return None
     later = events[at:]
-    return {"size": float(size), "POSIX_OPENS": float(sum(op == 2 for _, op, _, _ in later)),
-            "POSIX_READS": float(sum(op == 0 for _, op, _, _ in later)),
-            "POSIX_BYTES_READ": float(sum(n for _, op, _, n in later if op == 0)),
-            "POSIX_WRITES": float(sum(op == 1 for _, op, _, _ in later)),
-            "POSIX_BYTES_WRITTEN": float(sum(n for _, op, _, n in later if op == 1))}
+    return {"size": float(size), "POSIX_OPENS": float(sum(op == 2 for _, op, _, _, _ in later)),
+            "POSIX_READS": float(sum(op == 0 for _, op, _, _, _ in later)),
+            "POSIX_BYTES_READ": float(sum(n for _, op, _, n, _ in later if op == 0)),
+            "POSIX_WRITES": float(sum(op == 1 for _, op, _, _, _ in later)),
+            "POSIX_BYTES_WRITTEN": float(sum(n for _, op, _, n, _ in later if op == 1))}
 
 
 def rename_sources(files: list[FileTotals], tier_names: set[str]) -> dict[str, str]:
@@ -502,23 +550,27 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             break
     sysfs = file_system_of(profile, fstype)
     procs = max(1, job.processes)
+    conc = concurrency(job)
     factor = 1.0
     if scale:
         factor = scale / procs
+        conc = max(1, round(conc * factor))
         procs = scale
     files = [f for f in job.files if not f.path.startswith("<")]
     helpers = mpiio_helpers(files)
     lookups = stage_lookups(job, [f for f in files if f.path not in helpers])
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
+    on_tier = {f.path for f in files if staged(f.app)} | tier_names
+    busy = BusyTime([(e[0], e[4]) for p in on_tier for e in events.get(p, [])])
     later: dict[str, dict[str, float]] = {}
     for src, dst in rename_sources(files, tier_names).items():   # (the file's life under both names)
-        early = published_early(events.get(src, []) + events.get(dst, []))
+        early = published_early(sorted(events.get(src, []) + events.get(dst, [])), busy)
         if early is not None:
             later[src] = early
     for f in files:
         if f.path not in later and staged(f.app):
-            early = published_early(events.get(f.path, []))
+            early = published_early(events.get(f.path, []), busy)
             if early is not None:
                 later[f.path] = early
     replayed: dict[str, dict[str, float]] = {}
@@ -529,6 +581,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
         "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files),
+                "concurrency": conc,
                 "replayed_files": len(replayed)},
         "modes": {},
     }
@@ -548,9 +601,9 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             if published(mode, f, local) and f.path not in helpers:
                 # the publish is the job drainer's, one process; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
-                seconds += io_seconds(publish, sysfs, 1) + looked * factor * sysfs.call_seconds("stat", procs)
+                seconds += io_seconds(publish, sysfs, 1) + looked * factor * sysfs.call_seconds("stat", conc)
             else:
-                seconds += io_seconds(one, sysfs, procs)
+                seconds += io_seconds(one, sysfs, conc)
         out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
                               "io_time_s": seconds / procs}
     return out

@@ -76,3 +76,14 @@ def test_predict_refuses_another_modes_logs_and_scales(tmp_path):
     assert one["modes"]["acb"] == {"modelled": False, "why": "acb is not modelled yet"}
     text = sluice("predict", str(tmp_path / "profile")).stdout
     assert "built-in figures for a local file system" in text and "buffer" in text
+
+
+def test_the_time_calls_on_staged_files_took_is_taken_out_of_a_gap_once():
+    """predict's stage delay: between a close and the next open, the wall
+    time spent in calls on staged files (the union of their spans: two
+    processes in such calls at once count once) is the tier's under stage."""
+    from sluice.predict import BusyTime
+
+    b = BusyTime([(0, 10), (5, 20), (30, 40), (50, 60)])
+    assert b.within(0, 100) == 40 and b.within(15, 35) == 10 and b.within(22, 28) == 0
+    assert b.within(35, 55) == 10 and b.within(32, 38) == 6 and BusyTime([]).within(0, 5) == 0
