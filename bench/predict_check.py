@@ -13,7 +13,8 @@ off by more than --tolerance (10 % by default).
 The measured I/O time of a run is the seconds its processes spent in the
 file system's calls (the fs side's read, write and metadata times of the
 workload's files, the stage drainer's publishing included), divided by the
-workload's processes, as the prediction spreads its calls over them.
+workload's processes, as the prediction spreads its calls over them;
+with --rounds R, the median of R runs of each mode made side by side.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,6 +122,8 @@ def main() -> None:
     ap.add_argument("--tolerance", type=float, default=0.10)
     ap.add_argument("--fs", type=Path, help="a `sluice bench calibrate` profile of --target: compare I/O times too")
     ap.add_argument("--time-tolerance", type=float, default=0.30)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="runs of each mode, side by side; the I/O time compared is their median (counts: the first)")
     ap.add_argument("--trace", type=int, default=1 << 20,
                     help="the profile run's per-call trace (sluice run --trace N): predict replays it through "
                          "buffer mode; 0: the counters' model alone")
@@ -141,27 +145,34 @@ def main() -> None:
                 print(f"{name:16s} left out: {runs}")
                 continue
             measured, predicted = {}, None
-            for mode in ["profile", *a.modes.split(",")]:
-                work = work_root / f"{name}.{mode}"
-                work.mkdir()
-                logs = work_root / f"{name}.{mode}.logs"
-                steps = workloads(native, tests_bin, work, work_root)[name]
-                assert not isinstance(steps, str)
-                for st in steps:
-                    trace = ["--trace", str(a.trace)] if mode == "profile" and a.trace else []
-                    argv = st.argv if st.plain else [sys.executable, "-m", "sluice", "run", "-q", "--mode", mode,
-                                                     *trace, "--log-dir", str(logs), "--path", str(work), "--",
-                                                     *st.argv]
-                    cp = subprocess.run(argv, env=env, cwd=st.cwd, text=True, capture_output=True)
-                    if cp.returncode != 0:
-                        raise SystemExit(f"predict_check: {name} under {mode} failed: {cp.stderr.strip()[-400:]}")
-                measured[mode] = totals(logs, work, env)
-                if mode == "profile":
-                    cp = sluice("predict", "--json", *(["--fs", str(a.fs)] if a.fs else []), str(logs), env=env)
-                    if cp.returncode != 0:
-                        raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
-                    doc = json.loads(cp.stdout)
-                    predicted, procs = doc["modes"], max(1, doc["job"]["processes"])
+            times: dict[str, list[float]] = {}
+            for r in range(a.rounds):   # (the modes side by side in each round: the machine's moods hit all)
+                for mode in ["profile", *a.modes.split(",")]:
+                    work = work_root / f"{name}.{mode}.{r}"
+                    work.mkdir()
+                    logs = work_root / f"{name}.{mode}.{r}.logs"
+                    steps = workloads(native, tests_bin, work, work_root)[name]
+                    assert not isinstance(steps, str)
+                    for st in steps:
+                        trace = ["--trace", str(a.trace)] if mode == "profile" and a.trace and r == 0 else []
+                        argv = st.argv if st.plain else [sys.executable, "-m", "sluice", "run", "-q", "--mode",
+                                                         mode, *trace, "--log-dir", str(logs), "--path", str(work),
+                                                         "--", *st.argv]
+                        cp = subprocess.run(argv, env=env, cwd=st.cwd, text=True, capture_output=True)
+                        if cp.returncode != 0:
+                            raise SystemExit(f"predict_check: {name} under {mode} failed: "
+                                             f"{cp.stderr.strip()[-400:]}")
+                    got = totals(logs, work, env)
+                    times.setdefault(mode, []).append(got["io_time_s"])
+                    if r == 0:
+                        measured[mode] = got
+                    if mode == "profile" and r == 0:
+                        cp = sluice("predict", "--json", *(["--fs", str(a.fs)] if a.fs else []), str(logs), env=env)
+                        if cp.returncode != 0:
+                            raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
+                        doc = json.loads(cp.stdout)
+                        predicted, procs = doc["modes"], max(1, doc["job"]["processes"])
+                    shutil.rmtree(work, ignore_errors=True)
             for mode in ["profile", *a.modes.split(",")]:
                 p = predicted[mode]["fs"]
                 for k in COUNTERS:
@@ -175,12 +186,13 @@ def main() -> None:
                         print(f"{name:16s} {mode:8s} {k:20s} predicted {p[k]:>12,.0f}  measured {m:>12,.0f}  "
                               f"{err * 100:+7.1f}%{'' if ok else '  <-- off'}")
                 if a.fs:
-                    t, m = predicted[mode]["io_time_s"], measured[mode]["io_time_s"] / procs
+                    per_round = [x / procs for x in times[mode]]
+                    t, m = predicted[mode]["io_time_s"], statistics.median(per_round)
                     err = (t - m) / m if m else float("inf")
                     ok = abs(err) <= a.time_tolerance
                     bad += not ok
                     rows.append({"workload": name, "mode": mode, "counter": "io_time_s", "predicted": t,
-                                 "measured": m, "error": err, "ok": ok})
+                                 "measured": m, "error": err, "ok": ok, "rounds": per_round})
                     print(f"{name:16s} {mode:8s} {'I/O time, ms':20s} predicted {t * 1e3:>12,.1f}  measured "
                           f"{m * 1e3:>12,.1f}  {err * 100:+7.1f}%{'' if ok else '  <-- off'}")
     finally:

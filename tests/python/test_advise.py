@@ -238,7 +238,11 @@ def test_json_shape_and_order(workdir, logdir):
         ops += [f"creat:{d2}/f{i}", "write:2048", "close"]
     run(logdir, workdir, [bin_path("sluice-io"), *ops])
     doc = json.loads(sluice("advise", "--json", str(logdir)).stdout)
-    assert list(doc) == ["findings", "auto"]
+    assert list(doc) == ["findings", "auto", "prediction"]   # (a profile-mode run: sluice predict's numbers)
+    # the prediction is predict's: the 3,000 writes of 100 B to log and the
+    # 150 files of 2 KiB, buffered, leave one write per file
+    pred = doc["prediction"]["modes"]
+    assert pred["profile"]["fs"]["POSIX_WRITES"] == 3150 and pred["buffer"]["fs"]["POSIX_WRITES"] == 151
     fs = doc["findings"]
     assert {f["id"] for f in fs} >= {"small-writes", "file-per-process-small-files"}
     for f in fs:

@@ -34,14 +34,20 @@ def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None
     if as_json:
         click.echo(json.dumps(doc, indent=1))
         return
+    click.echo(render(doc), nl=False)
+
+
+def render(doc: dict) -> str:
+    """The prediction as text: the job, the file system, a row per mode."""
+    lines = []
     j = doc["job"]
-    click.echo(f"job {j['id']}: {j['processes']} process(es), {j['files']} file(s)"
-               + (f"; predicted for {j['predicted_for']} processes" if j["predicted_for"] != j["processes"] else ""))
-    click.echo(f"file system: {doc['file_system']['name']}")
+    lines.append(f"job {j['id']}: {j['processes']} process(es), {j['files']} file(s)"
+                 + (f"; predicted for {j['predicted_for']} processes" if j["predicted_for"] != j["processes"] else ""))
+    lines.append(f"file system: {doc['file_system']['name']}")
     if j.get("replayed_files"):
-        click.echo(f"buffer mode: {j['replayed_files']} file(s) replayed from the trace, the rest from the counters")
+        lines.append(f"buffer mode: {j['replayed_files']} file(s) replayed from the trace, the rest from the counters")
     else:
-        click.echo("buffer mode: from the counters (run with --trace N for a replay of the calls)")
+        lines.append("buffer mode: from the counters (run with --trace N for a replay of the calls)")
     rows = [("mode", "writes", "reads", "metadata ops", "I/O time")]
     for mode, m in doc["modes"].items():
         if not m["modelled"]:
@@ -52,5 +58,6 @@ def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None
                      _n(m["metadata_ops"]), f"{m['io_time_s']:.3g} s"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        click.echo("  ".join(c.ljust(w) if i == 0 or not c or c.startswith("(") else c.rjust(w)
-                             for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        lines.append("  ".join(c.ljust(w) if i == 0 or not c or c.startswith("(") else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    return "\n".join(lines) + "\n"
