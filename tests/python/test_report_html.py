@@ -524,3 +524,22 @@ def test_heatmap_of_darshan_logs() -> None:
     assert sum(want.values()) > 0
     shared = rank_heatmap(load_job([examples / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"]))
     assert shared.png is None and "shared (rank -1) records" in shared.note
+
+
+def test_demo_prediction_is_sluice_predicts(demo: dict) -> None:
+    """The page ends its advice with `sluice predict`'s table: a row per
+    mode, the profile row what the job sent to the file system, the same
+    numbers as `sluice predict --json` on the same logs."""
+    from sluice import predict
+
+    text = demo["text"]
+    assert 'id="prediction"' in text
+    rows = re.findall(r'<tr data-mode="(\w+)"><td>\w+</td>(.*?)</tr>', text)
+    assert [m for m, _ in rows] == ["profile", "buffer", "stage", "auto", "acb"]
+    cells = dict(rows)
+    doc = predict.predict(demo["job"])
+    for mode in ("profile", "buffer", "stage", "auto"):
+        fs = doc["modes"][mode]["fs"]
+        assert f'<td class="num">{fs["POSIX_WRITES"] + fs["STDIO_WRITES"]:,.0f}</td>' in cells[mode], mode
+    j = demo["json"]
+    assert doc["modes"]["profile"]["fs"]["POSIX_WRITES"] == sum(f["fs"].get("POSIX_WRITES", 0) for f in j["files"])

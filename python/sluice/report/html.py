@@ -573,6 +573,40 @@ def _all_counters(job: Job) -> str:
     return "\n".join(out)
 
 
+def _prediction(job: Job) -> str:
+    """`sluice predict`'s table for a profile-mode run: what each mode would
+    send to the file system and its I/O time (docs/predict.md)."""
+    from sluice import predict as pr
+    from sluice.errors import UserError
+
+    try:
+        doc = pr.predict(job)
+    except UserError as e:
+        return (f'<section id="prediction"><h2>What each mode would do</h2><p class="note">{esc(e)}</p>'
+                "</section>")
+    j = doc["job"]
+    out = ['<section id="prediction"><h2>What each mode would do</h2>',
+           f'<p class="note"><code>sluice predict</code> on {esc(doc["file_system"]["name"])}; buffer mode '
+           + (f'replayed from the trace for {j["replayed_files"]:,} file(s)' if j.get("replayed_files")
+              else "from the counters (<code>sluice run --trace N</code> for a replay)")
+           + "; <code>sluice predict --fs FS.json</code> prices it on a calibrated file system.</p>",
+           '<table class="prediction"><thead><tr><th>mode</th><th class="num">writes</th><th class="num">reads'
+           '</th><th class="num">metadata ops</th><th class="num">I/O time</th></tr></thead><tbody>']
+    for mode, m in doc["modes"].items():
+        if not m["modelled"]:
+            out.append(f'<tr data-mode="{esc(mode)}"><td>{esc(mode)}</td><td colspan="4" class="note">'
+                       f'{esc(m["why"])}</td></tr>')
+            continue
+        fs = m["fs"]
+        out.append(f'<tr data-mode="{esc(mode)}"><td>{esc(mode)}</td>'
+                   f'<td class="num">{fs["POSIX_WRITES"] + fs["STDIO_WRITES"]:,.0f}</td>'
+                   f'<td class="num">{fs["POSIX_READS"] + fs["STDIO_READS"]:,.0f}</td>'
+                   f'<td class="num">{m["metadata_ops"]:,.0f}</td>'
+                   f'<td class="num">{_fmt_seconds(m["io_time_s"])}</td></tr>')
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
 def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
     """The whole page as one string."""
     plots = all_plots(job, top)
@@ -587,6 +621,7 @@ def render_html(job: Job, top: int = DEFAULT_TOP) -> str:
         _hdf5(job, top),
         _pnetcdf(job, top),
         _advice(job, top),
+        _prediction(job),
         f'<section id="plots"><h2>Plots</h2><p class="note">{len(drawn)} plot{"" if len(drawn) == 1 else "s"}. '
         "Solid: what the application asked (app); hatched: what reached the file system (fs).</p>",
         *(_figure(p) for p in plots),
