@@ -256,13 +256,13 @@ def publish_side(app: Mapping[str, float], unit: int = UNIT, later: Mapping[str,
     return out
 
 
-def concurrency(job: Job) -> int:
+def concurrency(job: Job, per_proc: Mapping[str, Mapping[int, Any]]) -> int:
     """How many of the job's processes made file-system calls at once, on
     average: their lifetimes added up over the job's (a workflow of short
     steps one after another: 1, whatever their number; N ranks: N).
     Processes that used no recorded file (the shell that runs the steps)
     are left out."""
-    users = {pid for procs in per_process_app(job).values() for pid in procs}
+    users = {pid for procs in per_proc.values() for pid in procs}
     spans = [(l.start_ns, l.end_ns) for l in job.logs if l.pid in users and l.end_ns > l.start_ns]
     if not spans:
         return 1
@@ -372,7 +372,8 @@ def rename_sources(files: list[FileTotals], tier_names: set[str]) -> dict[str, s
     return out
 
 
-def stage_lookups(job: Job, files: list[FileTotals]) -> dict[str, float]:
+def stage_lookups(files: list[FileTotals], per_proc: Mapping[str, Mapping[int, Mapping[str, float]]]
+                  ) -> dict[str, float]:
     """The tier's look-ups on the file system at the first creating open of
     each staged file (src/stage/open.c): a stat of the name (and, where it
     stood, an access check); the first time a process creates in a
@@ -381,7 +382,6 @@ def stage_lookups(job: Job, files: list[FileTotals]) -> dict[str, float]:
     there), one for each later one (the first was handed to the job's
     drainer at its close, so the directory may hold published files; files
     are taken as created and closed one after another). path -> stats."""
-    per_proc = per_process_app(job)
     made = {(path, pid) for path, procs in per_proc.items() for pid, c in procs.items() if c.get("POSIX_MKDIRS", 0) > 0}
     out: dict[str, float] = {}
     seen_dirs: set[tuple[str, int]] = set()
@@ -550,7 +550,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             break
     sysfs = file_system_of(profile, fstype)
     procs = max(1, job.processes)
-    conc = concurrency(job)
+    per_proc = per_process_app(job)   # (path -> process -> its app counters: used thrice below)
+    conc = concurrency(job, per_proc)
     factor = 1.0
     if scale:
         factor = scale / procs
@@ -558,7 +559,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         procs = scale
     files = [f for f in job.files if not f.path.startswith("<")]
     helpers = mpiio_helpers(files)
-    lookups = stage_lookups(job, [f for f in files if f.path not in helpers])
+    lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
     on_tier = {f.path for f in files if staged(f.app)} | tier_names
@@ -574,15 +575,19 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             if early is not None:
                 later[f.path] = early
     replayed: dict[str, dict[str, float]] = {}
+    replay_failed = ""
     if replay and any(l.trace is not None for l in job.logs):
         from sluice import replay as replay_mod
-        replayed = replay_mod.replay(replay_mod.plan(job, files), "buffer")
+        try:
+            replayed = replay_mod.replay(replay_mod.plan(job, files, per_proc), "buffer")
+        except replay_mod.ReplayError as e:
+            replay_failed = str(e)   # (said in the output: buffer mode then comes from the counters)
     local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
         "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files),
                 "concurrency": conc,
-                "replayed_files": len(replayed)},
+                "replayed_files": len(replayed), "replay_failed": replay_failed},
         "modes": {},
     }
     for mode in MODES:

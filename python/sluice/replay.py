@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sluice.predict import _v
 from sluice.report.model import FileTotals, Job, per_process_app
 
 READ, WRITE, OPEN, CLOSE, TRUNCATE, SYNC = range(6)   # the trace's ops (docs/logformat.md)
@@ -60,14 +61,12 @@ class Plan:
                    for f in self.files)
 
 
-def _v(d: Mapping[str, float], *names: str) -> float:
-    return sum(d.get(n) or 0 for n in names)
-
-
-def plan(job: Job, files: list[FileTotals]) -> Plan:
-    """Which files the trace can replay, and their calls."""
+def plan(job: Job, files: list[FileTotals], per_proc: Mapping[str, Mapping[int, Mapping[str, float]]] | None = None
+         ) -> Plan:
+    """Which files the trace can replay, and their calls (per_proc: the
+    job's per_process_app, when the caller has it)."""
     out = Plan()
-    per_proc = per_process_app(job)
+    per_proc = per_process_app(job) if per_proc is None else per_proc
     calls: dict[tuple[str, int], list[tuple[int, int, int]]] = defaultdict(list)
     first: dict[tuple[str, int], int] = {}
     dropped: set[int] = set()
@@ -213,10 +212,17 @@ def _scratch_root() -> Path:
     return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
 
+class ReplayError(Exception):
+    """Why a replay gave nothing (the counters' model is used instead)."""
+
+
 def replay(p: Plan, mode: str) -> dict[str, dict[str, float]]:
-    """Replay the plan under mode: path -> the replay's fs side (REPLAYED)."""
-    if not p.files or p.nbytes() > MAX_BYTES:
+    """Replay the plan under mode: path -> the replay's fs side (REPLAYED);
+    ReplayError when it cannot run or failed."""
+    if not p.files:
         return {}
+    if p.nbytes() > MAX_BYTES:
+        raise ReplayError(f"{p.nbytes():,} bytes to replay, more than the {MAX_BYTES:,} a scratch tier may take")
     work = Path(tempfile.mkdtemp(prefix="sluice-replay.", dir=_scratch_root()))   # (mkdtemp: 0700)
     try:
         data, logs = work / "files", work / "logs"
@@ -235,7 +241,8 @@ def replay(p: Plan, mode: str) -> dict[str, dict[str, float]]:
                              "--path", str(data), "--", sys.executable, "-m", "sluice.replay", str(work / "plan.json")],
                             capture_output=True, text=True, env=dict(os.environ, SLUICE_TIER=str(work / "tier")))
         if cp.returncode != 0:
-            return {}
+            tail = (cp.stderr.strip().splitlines() or [f"exit status {cp.returncode}"])[-1]
+            raise ReplayError(f"the replay under {mode} mode failed: {tail}")
         from sluice.report.model import load_logs, merge, select_job
         job = merge(*select_job(load_logs([logs])))
         by_name = {f.path: f for f in job.files}

@@ -87,3 +87,29 @@ def test_the_time_calls_on_staged_files_took_is_taken_out_of_a_gap_once():
     b = BusyTime([(0, 10), (5, 20), (30, 40), (50, 60)])
     assert b.within(0, 100) == 40 and b.within(15, 35) == 10 and b.within(22, 28) == 0
     assert b.within(35, 55) == 10 and b.within(32, 38) == 6 and BusyTime([]).within(0, 5) == 0
+
+
+def test_a_replay_that_cannot_run_says_so_and_the_counters_answer(tmp_path, monkeypatch):
+    """A traced run is replayed through buffer mode (one file: the netCDF-3
+    file); when the replay cannot run (here: more bytes than a scratch tier
+    may take), the prediction says why and buffer mode comes from the
+    counters, never silently."""
+    from sluice import predict, replay
+    from sluice.report.model import load_job
+
+    work = tmp_path / "w"
+    work.mkdir()
+    sluice("run", "-q", "--trace", "100000", "--log-dir", str(tmp_path / "logs"), "--path", str(work), "--",
+           str(NATIVE / "sluice-bench-nc-append"), "--file", str(work / "a.nc"), "--records", "50", "--format",
+           "64bit")
+    job = load_job([tmp_path / "logs"], None)
+    done = predict.predict(job)
+    assert done["job"]["replayed_files"] == 1 and done["job"]["replay_failed"] == ""
+    counters = predict.predict(job, replay=False)
+    assert done["modes"]["buffer"]["fs"]["POSIX_WRITES"] != counters["modes"]["buffer"]["fs"]["POSIX_WRITES"]
+    monkeypatch.setattr(replay, "MAX_BYTES", 1)
+    refused = predict.predict(job)
+    assert refused["job"]["replayed_files"] == 0 and "more than the 1 a scratch tier" in refused["job"]["replay_failed"]
+    assert refused["modes"]["buffer"]["fs"] == counters["modes"]["buffer"]["fs"]
+    from sluice.cli.predict import render
+    assert "the trace's replay gave nothing" in render(refused)

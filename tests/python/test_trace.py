@@ -25,6 +25,18 @@ WRITES = [(i * 1500, 1000) for i in range(10)] + [(20000 + i * 400, 300) for i i
 READS = [(0, 1000), (1500, 1000)]
 
 
+def _python_traced(tmp_path: Path, body: str) -> Path:
+    """A Python program (os and sys imported, its directory in sys.argv[1])
+    run under `sluice run --trace 100`: its one log."""
+    import sys
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sluice("run", "--trace", "100", "--log-dir", str(logs), "--path", str(work), "--", sys.executable, "-c",
+           "import os, sys\n" + body, str(work))
+    (path,) = sorted(logs.glob("*.sluice"))
+    return path
+
+
 def _traced(tmp_path: Path, *run: str) -> list[Path]:
     work, logs = tmp_path / "work", tmp_path / "logs"
     work.mkdir()
@@ -120,15 +132,9 @@ def test_log_written_again_after_a_failed_exec(tmp_path):
     """A process whose exec fails writes its log at the exec and again at
     exit (the second replaces the first): the trace of the second holds
     every call, both readers read it alike."""
-    work, logs = tmp_path / "work", tmp_path / "logs"
-    work.mkdir()
-    code = ("import os, sys\nfd = os.open(sys.argv[1] + '/a', os.O_CREAT | os.O_WRONLY, 0o644)\n"
-            "os.write(fd, b'x' * 10)\ntry:\n    os.execv('/nonexistent/prog', ['x'])\nexcept OSError:\n    pass\n"
-            "os.write(fd, b'y' * 20)\nos.close(fd)\n")
-    import sys
-    sluice("run", "--trace", "100", "--log-dir", str(logs), "--path", str(work), "--", sys.executable, "-c", code,
-           str(work))
-    (path,) = sorted(logs.glob("*.sluice"))
+    path = _python_traced(tmp_path, "fd = os.open(sys.argv[1] + '/a', os.O_CREAT | os.O_WRONLY, 0o644)\n"
+                                    "os.write(fd, b'x' * 10)\ntry:\n    os.execv('/nonexistent/prog', ['x'])\n"
+                                    "except OSError:\n    pass\nos.write(fd, b'y' * 20)\nos.close(fd)\n")
     t = read_log(path).trace
     assert list(zip(t.module.tolist(), t.op.tolist(), t.offset.tolist(), t.length.tolist())) == [
         (1, 2, -1, 0), (1, 1, 0, 10), (1, 1, 10, 20), (1, 3, -1, 0)]   # open, two writes, close
@@ -155,16 +161,10 @@ def test_trace_too_large_is_reported_and_counters_kept(tmp_path):
 def test_opens_closes_truncates_and_syncs_are_placed_among_the_calls(tmp_path):
     """What a replay of the calls needs (sluice predict): each open, close,
     ftruncate (its size) and fsync where the program made it; a read-only
-    file's too; DXT (the Darshan export) keeps only the reads and writes."""
-    work, logs = tmp_path / "work", tmp_path / "logs"
-    work.mkdir()
-    code = ("import os, sys\nfd = os.open(sys.argv[1] + '/a', os.O_CREAT | os.O_RDWR, 0o644)\n"
-            "os.write(fd, b'x' * 10)\nos.fsync(fd)\nos.ftruncate(fd, 5)\nos.close(fd)\n"
-            "fd = os.open(sys.argv[1] + '/a', os.O_RDONLY)\nos.read(fd, 100)\nos.close(fd)\n")
-    import sys
-    sluice("run", "--trace", "100", "--log-dir", str(logs), "--path", str(work), "--", sys.executable, "-c", code,
-           str(work))
-    (path,) = sorted(logs.glob("*.sluice"))
+    file's too."""
+    path = _python_traced(tmp_path, "fd = os.open(sys.argv[1] + '/a', os.O_CREAT | os.O_RDWR, 0o644)\n"
+                                    "os.write(fd, b'x' * 10)\nos.fsync(fd)\nos.ftruncate(fd, 5)\nos.close(fd)\n"
+                                    "fd = os.open(sys.argv[1] + '/a', os.O_RDONLY)\nos.read(fd, 100)\nos.close(fd)\n")
     t = read_log(path).trace
     assert list(zip(t.op.tolist(), t.offset.tolist(), t.length.tolist())) == [
         (2, -1, 0), (1, 0, 10), (5, -1, 0), (4, -1, 5), (3, -1, 0), (2, -1, 0), (0, 0, 5), (3, -1, 0)]

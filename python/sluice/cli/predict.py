@@ -44,7 +44,9 @@ def render(doc: dict) -> str:
     lines.append(f"job {j['id']}: {j['processes']} process(es), {j['files']} file(s)"
                  + (f"; predicted for {j['predicted_for']} processes" if j["predicted_for"] != j["processes"] else ""))
     lines.append(f"file system: {doc['file_system']['name']}")
-    if j.get("replayed_files"):
+    if j.get("replay_failed"):
+        lines.append(f"buffer mode: from the counters; the trace's replay gave nothing: {j['replay_failed']}")
+    elif j.get("replayed_files"):
         lines.append(f"buffer mode: {j['replayed_files']} file(s) replayed from the trace, the rest from the counters")
     else:
         lines.append("buffer mode: from the counters (run with --trace N for a replay of the calls)")
