@@ -373,7 +373,7 @@ static int open_final(int ddir, const struct journal_entry *e, int64_t direct_ma
         t0 = sluice_now();
         int created = 0;
         flags = sluice_layout_publish_create(e->path, e->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                                                 e->mode & 07777, rec, &created);
+                                             e->mode & 07777, rec, &created);
         dst = sluice_privfd_keep(SLUICE_REAL(open)(e->path, flags, e->mode & 07777));
         *how = DST_CREATED;
         if (dst < 0)
