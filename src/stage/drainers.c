@@ -20,6 +20,7 @@
 #include "stage/stage_state.h"
 #include "stage/writers.h"
 #include "sys/guard.h"
+#include "sys/real.h"
 
 /* The next file due for publishing, or NULL; *wait_ns: until the next one. */
 struct staged *stage_next_due_locked(int64_t now, int64_t *wait_ns)
@@ -58,6 +59,24 @@ void stage_drain_one_locked(struct staged *s)
             s->closed_ns = journal_now_ns();
         return;
     }
+    /* Publishers exclude each other by the entry's lock (the job's drainer,
+     * `sluice drain` and `recover` take it too): a second publish of a file
+     * already published would find its data gone, fail, and write its
+     * error back into an entry that no longer exists. */
+    int jfd = journal_lock(stage_st.jdir, e.id, 0);
+    if (jfd == -EWOULDBLOCK) {
+        writers_release(stage_st.ldir, users, e.id, 0);
+        int64_t delay = stage_st.ending ? 0 : sluice_cfg.stage_delay_ms * 1000000;
+        s->closed_ns = journal_now_ns() + JOURNAL_LOCKED_RETRY_NS - delay;   /* (due again then) */
+        return;
+    }
+    if (jfd == -ENOENT || (jfd >= 0 && stage_published_elsewhere(s))) {
+        if (jfd >= 0)
+            SLUICE_REAL(close)(jfd);
+        writers_release(stage_st.ldir, users, e.id, 1);
+        stage_forget_published_elsewhere_locked(s);
+        return;
+    }
     s->draining = 1;
     /* An early copy is completed from where it may be stale. */
     int pre_fd = s->pre_fd;
@@ -73,14 +92,19 @@ void stage_drain_one_locked(struct staged *s)
     s->draining = 0;
     if (s->opens || s->e.state != JOURNAL_CLOSED || strcmp(s->e.path, e.path) != 0) {
         /* reopened, renamed or unlinked meanwhile: it goes again later */
+        if (jfd >= 0)
+            SLUICE_REAL(close)(jfd);
         writers_release(stage_st.ldir, users, e.id, 0);
         pthread_cond_broadcast(&stage_st.done);
         return;
     }
     /* (the file leaves the tier before a writer waiting to join goes on:
-     * it then finds the published file) */
+     * it then finds the published file; and before the entry's lock goes:
+     * nobody publishes it again) */
     if (rc == 0)
         stage_published_locked(s);
+    if (jfd >= 0)
+        SLUICE_REAL(close)(jfd);
     writers_release(stage_st.ldir, users, e.id, rc == 0);
     if (rc == 0) {
         stage_dir_note_published_locked(s->e.path);

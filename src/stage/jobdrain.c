@@ -46,7 +46,6 @@
 
 #define MS 1000000LL
 #define BUSY_RETRY_NS (50 * MS)       /* a writer still has it open: look again */
-#define LOCKED_RETRY_NS (20 * MS)     /* another process holds its entry */
 #define FAILED_RETRY_NS (5000 * MS)   /* the file system refused it: not at every wake */
 
 struct candidate {
@@ -183,7 +182,7 @@ static int look_at(struct candidate *c, int64_t now)
     int lockfd = journal_lock(jd.t.jdir, c->id, 0);
 
     if (lockfd == -EWOULDBLOCK) {
-        c->due_ns = now + LOCKED_RETRY_NS;   /* a change by name, or `sluice drain`, is at it */
+        c->due_ns = now + JOURNAL_LOCKED_RETRY_NS;   /* a change by name, or `sluice drain`, is at it */
         return 0;
     }
     if (lockfd < 0 || journal_read(jd.t.jdir, c->id, &e) != 0) {

@@ -42,6 +42,10 @@ int journal_write(int jdir, const struct journal_entry *e);
 
 int64_t journal_now_ns(void);
 
+/* How long a publisher that found an entry locked by another waits
+ * before it looks again. */
+#define JOURNAL_LOCKED_RETRY_NS (20LL * 1000000)
+
 /* The entry's lock (docs/stage.md, "Changing a staged file by name"): an
  * exclusive flock on journal/ID, checked to be on the file that holds that
  * name now (a rewrite renames a new file over it). Returns the descriptor

@@ -140,6 +140,15 @@ again:
         /* (the entry says open before an O_TRUNC empties the data file: a
          * kill in between leaves an open entry, kept aside by `recover`,
          * not a closed one that publishes an empty file under its name) */
+        struct stat dsb;
+        if (s->e.state == JOURNAL_CLOSED && stage_data_stat(s, &dsb) != 0 && errno == ENOENT &&
+            stage_published_elsewhere(s)) {
+            /* the job's drainer published it (in its last look, as this
+             * process took it back): it is on the shared file system now */
+            stage_forget_published_elsewhere_locked(s);
+            pthread_mutex_unlock(&stage_st.lock);
+            goto again;
+        }
         enum journal_state was = s->e.state;
         if (was != JOURNAL_OPEN) {
             s->e.state = JOURNAL_OPEN;

@@ -56,10 +56,19 @@ void stage_hand_over_locked(struct staged *s)
         SLUICE_REAL(close)(lockfd);
         if (!written)
             s->own_publish = 1;   /* (the tier is full: the entry still says open; we publish it) */
-        if (!written || !stage_job_running()) {
-            /* (asked after the entry says closed: a drainer that ended
-             * before saw it in its last look; one that ends now leaves it
-             * to us, and so does the lock file) */
+        int ours = !written || !stage_job_running();
+        /* (asked after the entry says closed: a drainer that ended before
+         * saw it in its last look; one that ends now leaves it to us, and
+         * so does the lock file; one in its last look may have taken it
+         * already: under the entry's lock, as that drainer reads our lock
+         * file, the entry says whether it did) */
+        if (ours && written && (lockfd = journal_lock(stage_st.jdir, s->e.id, 1)) >= 0) {
+            ours = !stage_published_elsewhere(s);
+            SLUICE_REAL(close)(lockfd);
+        } else if (ours && written && lockfd == -ENOENT) {
+            ours = 0;
+        }
+        if (ours) {
             stage_drainers_start_locked();
             pthread_cond_signal(&stage_st.work);
             return;

@@ -122,6 +122,8 @@ int stage_data_stat(const struct staged *s, struct stat *sb);
 void stage_entry_write_locked(struct staged *s);
 void stage_published_locked(struct staged *s);
 void stage_forget_locked(struct staged *s);
+int stage_published_elsewhere(const struct staged *s);
+void stage_forget_published_elsewhere_locked(struct staged *s);
 void stage_discard_locked(struct staged *s);
 
 /* ---- owner.c */

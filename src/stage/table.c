@@ -70,6 +70,25 @@ void stage_published_locked(struct staged *s)
     publish_finish(stage_st.ddir, stage_st.jdir, stage_st.ndir, &s->e);
 }
 
+/* s's entry was published by another publisher (the job's drainer took it
+ * in its last look while this process kept it, `sluice drain`): gone from
+ * the journal, or saying published. Asked under the entry's lock, or
+ * after an operation on its data file failed with ENOENT. */
+int stage_published_elsewhere(const struct staged *s)
+{
+    struct journal_entry disk;
+    int rc = journal_read(stage_st.jdir, s->e.id, &disk);
+
+    return rc == -ENOENT || (rc == 0 && (disk.state == JOURNAL_PUBLISHED || disk.state == JOURNAL_REMOVED));
+}
+
+/* ... and then this process forgets it as if it had published it. */
+void stage_forget_published_elsewhere_locked(struct staged *s)
+{
+    stage_dir_note_published_locked(s->e.path);
+    stage_forget_locked(s);
+}
+
 void stage_forget_locked(struct staged *s)
 {
     stage_precopy_drop_locked(s);
