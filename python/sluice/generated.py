@@ -39,7 +39,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting('SLUICE_MAX_RECORDS', 'INT', '65536', 'max_records', '--max-records',
             "per-file records kept per module; I/O on further files is added to one '<other files>' record and the log is marked partial"),
     Setting('SLUICE_TRACE', 'INT', '0', 'trace', '--trace',
-            "per-call trace, as Darshan's DXT: the first N calls of each process (reads and writes, POSIX and MPI-IO, application side: file, offset, length, start, end; and the POSIX opens, closes, truncates and fsyncs among them, which sluice predict needs to replay the calls) go into its log, calls beyond N are only counted; 0: no trace"),
+            "per-call trace, as Darshan's DXT: the first N calls of each process (reads and writes, POSIX, stdio and MPI-IO, application side: file, offset, length, start, end; and the POSIX and stdio opens, closes, truncates, fsyncs and stream flushes among them, which sluice predict needs to replay the calls) go into its log, calls beyond N are only counted; 0: no trace"),
     Setting('SLUICE_MPI_RUNTIME_FILES', 'BOOL', '0', 'mpi_runtime_files', '--include-mpi-runtime',
             "1: also record the MPI runtime's own files (Open MPI's session directory, PMIx's server directory, $HOME/.openmpi and $HOME/.pmix: shared-memory segments, locks, parameter files); 0: leave them out, they are not the program's"),
     Setting('SLUICE_RUNTIME_FILES', 'BOOL', '0', 'runtime_files', '--include-runtime',

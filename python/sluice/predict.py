@@ -137,6 +137,61 @@ def stdio_writes(fs: Mapping[str, float], app: Mapping[str, float], unit: int = 
     return int(min(calls, max(math.ceil(nbytes / unit), flushes)))
 
 
+def stdio_buffered(job: Job, unit: int = UNIT) -> dict[str, dict[str, float]]:
+    """A stream's kernel reads and writes under buffer mode, from the
+    trace's stdio calls (their order is what decides): the stream's buffer
+    is one unit, so a write goes to the kernel when the unit fills, at a
+    flush and at a close that find bytes in it (and at the end of a process
+    that never closed it); a read session asks one unit at a time, plus one
+    read that finds the end when the program read up to it (a read that
+    returned nothing); a read away from where the last one ended (a seek
+    dropped the buffer) fills it again. path -> {"STDIO_WRITES",
+    "STDIO_READS"}, for the files whose every process's trace is whole."""
+    calls: dict[str, list[tuple[int, int, int]]] = {}
+    cut: set[str] = set()
+    for l in job.logs:
+        t = l.trace
+        if t is None:
+            continue
+        mine: dict[str, list[tuple[int, int, int]]] = {}
+        for path, mod, op, off, n in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                         t.length.tolist()):
+            if mod == 2:
+                mine.setdefault(path, []).append((op, off, n))
+        for path, ev in mine.items():
+            if t.dropped:
+                cut.add(path)
+            calls.setdefault(path, []).append((-1, -1, 0))   # (another process: a stream of its own)
+            calls[path].extend(ev)
+    out: dict[str, dict[str, float]] = {}
+    for path, ev in calls.items():
+        if path in cut:
+            continue
+        writes = reads = 0
+        pending = got = 0   # bytes in the write buffer; bytes read since the buffer was last dropped
+        end, eof = -1, False
+        for op, off, n in ev + [(-1, -1, 0)]:
+            if op == 0 and off >= 0 and end >= 0 and off != end:
+                reads += math.ceil(got / unit)   # (the seek: what was read so far, then a new fill)
+                got = 0
+            if op == 1:
+                pending += n
+                writes += pending // unit
+                pending %= unit
+            elif op == 0:
+                got += n
+                eof = eof or n == 0
+                end = off + n if off >= 0 else -1
+            elif op in (3, 5, -1):   # a close, a flush, the end of a process's calls
+                writes += pending > 0
+                pending = 0
+                if op != 5:
+                    reads += math.ceil(got / unit) + eof
+                    got, end, eof = 0, -1, False
+        out[path] = {"STDIO_WRITES": float(writes), "STDIO_READS": float(reads)}
+    return out
+
+
 @dataclass
 class FileSystem:
     """What the predicted calls cost: a calibrated profile's figures, or the
@@ -416,6 +471,31 @@ def mpiio_helpers(files: list[FileTotals]) -> set[str]:
     return {f.path for f in files if any(f.path.startswith(p) for p in shared)}
 
 
+def engine_handles(job: Job, files: list[FileTotals]) -> dict[str, float]:
+    """Auto buffers what MPI-IO writes, and its engine writes through a
+    handle of its own where the program's view is not plain bytes
+    (src/mpi/mpiio.c, writer_handle): one more independent MPI_File_open
+    per aggregator, one per node, each with the kernel open and stat that
+    the MPI-IO library's open makes, and OMPIO's lock test beside it
+    (NAME.locktest.R of the aggregator's rank R: an open, an unlink). The
+    counters say a view was set (MPIIO_VIEWS), not whether the last one
+    was plain bytes; a file written after a view is taken as such. Returns
+    path -> the extra opens (of the file, and of its lock-test files)."""
+    first_rank: dict[str, int] = {}
+    for l in job.logs:
+        if l.rank >= 0:
+            h = l.info.get("host", "")
+            first_rank[h] = min(first_rank.get(h, l.rank), l.rank)
+    aggregators = max(1, len(first_rank))
+    out: dict[str, float] = {}
+    for f in files:
+        if _v(f.app, "MPIIO_VIEWS") > 0 and _v(f.app, "MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES") > 0:
+            out[f.path] = float(aggregators)
+            for r in first_rank.values() or (0,):
+                out[f"{f.path}.locktest.{r}"] = out.get(f"{f.path}.locktest.{r}", 0.0) + 1.0
+    return out
+
+
 def renamed_on_tier(files: list[FileTotals]) -> set[str]:
     """Names that staged files took by a rename (NCO's temporary file moved
     over its output): the tier renames them, so the file system sees the
@@ -432,15 +512,24 @@ def renamed_on_tier(files: list[FileTotals]) -> set[str]:
 def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
                  helper: bool = False, replayed: Mapping[str, float] | None = None,
-                 later: Mapping[str, float] | None = None) -> dict[str, float]:
+                 later: Mapping[str, float] | None = None, engine_opens: float = 0.0) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
     file (mpiio_helpers); replayed: the file's writes, reads and bytes as
     its trace replayed under buffer mode left them (sluice.replay); later:
     a staged file published before the job was done with it
-    (published_early)."""
+    (published_early); engine_opens: auto's own MPI-IO opens of it, or of
+    the lock-test file beside it (engine_handles)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
+    if mode == "auto" and engine_opens:
+        fs["POSIX_OPENS"] += engine_opens
+        fs["POSIX_OPENS_WRITE"] += engine_opens
+        if helper:   # (OMPIO's lock test: made, then removed)
+            fs["POSIX_OPENS_CREATE"] += engine_opens
+            fs["POSIX_UNLINKS"] += engine_opens
+        else:        # (the MPI-IO library's open asks for the file's size)
+            fs["POSIX_STATS"] += engine_opens
     if mode in ("stage", "auto"):
         # (their tier opens streams itself: a stream's kernel open is the
         # POSIX record's, src/interpose/stdio.c)
@@ -559,6 +648,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         procs = scale
     files = [f for f in job.files if not f.path.startswith("<")]
     helpers = mpiio_helpers(files)
+    engine = engine_handles(job, files)
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
@@ -575,6 +665,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             if early is not None:
                 later[f.path] = early
     replayed: dict[str, dict[str, float]] = {}
+    streams = stdio_buffered(job, unit)
     replay_failed = ""
     if replay and any(l.trace is not None for l in job.logs):
         from sluice import replay as replay_mod
@@ -600,7 +691,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             looked = lookups.get(f.path, 0.0)
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
-                                f.path in helpers, replayed.get(f.path), later.get(f.path)).items()}
+                                f.path in helpers, replayed_file(f, replayed, streams), later.get(f.path),
+                                engine.get(f.path, 0.0)).items()}
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local) and f.path not in helpers:
@@ -612,6 +704,17 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
                               "io_time_s": seconds / procs}
     return out
+
+
+def replayed_file(f: FileTotals, replayed: Mapping[str, Mapping[str, float]],
+                  streams: Mapping[str, Mapping[str, float]]) -> dict[str, float] | None:
+    """What the trace says of f under buffer mode: its POSIX calls replayed
+    (sluice.replay) and its streams' kernel calls (stdio_buffered), never
+    more of them than the profile run made."""
+    one = dict(replayed.get(f.path) or {})
+    for k, n in (streams.get(f.path) or {}).items():
+        one[k] = min(n, _v(f.fs, k))
+    return one or None
 
 
 def load(path: Path | None) -> dict[str, Any] | None:

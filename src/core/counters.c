@@ -163,7 +163,7 @@ void sluice_count_rw_buf(struct sluice_record *r, unsigned sides, enum sluice_ac
                           ((align & (align - 1)) == 0 ? (off & (align - 1)) != 0 : off % align != 0);
 
     if (sluice_trace_cap && (sides & (1u << SLUICE_SIDE_APP)) &&
-        (r->module == SLUICE_MOD_POSIX || r->module == SLUICE_MOD_MPIIO))
+        (r->module == SLUICE_MOD_POSIX || r->module == SLUICE_MOD_MPIIO || r->module == SLUICE_MOD_STDIO))
         sluice_trace_add(r, kind == SLUICE_WRITE ? SLUICE_TRACE_WRITE : SLUICE_TRACE_READ, off, n, t0, t1);
     sluice_record_lock(r);
     sides = effective_sides(r, sides);

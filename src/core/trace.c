@@ -47,6 +47,7 @@ void sluice_trace_add(struct sluice_record *rec, enum sluice_trace_op op, int64_
 void sluice_trace_meta(struct sluice_record *rec, unsigned sides, enum sluice_trace_op op, int64_t length,
                        uint64_t t0, uint64_t t1)
 {
-    if (sluice_trace_cap && rec && rec->module == SLUICE_MOD_POSIX && (sides & (1u << SLUICE_SIDE_APP)))
+    if (sluice_trace_cap && rec && (rec->module == SLUICE_MOD_POSIX || rec->module == SLUICE_MOD_STDIO) &&
+        (sides & (1u << SLUICE_SIDE_APP)))
         sluice_trace_add(rec, op, -1, length, t0, t1);
 }

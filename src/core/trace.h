@@ -1,9 +1,9 @@
 /*
  * The per-call trace (SLUICE_TRACE, Darshan's DXT): the first SLUICE_TRACE
- * reads and writes of the process (POSIX and MPI-IO, application side),
- * each with its file, offset, length, start and end, and the POSIX opens,
- * closes, truncates and syncs between them (what a replay of the calls
- * needs to place them: sluice predict), kept in one array
+ * reads and writes of the process (POSIX, stdio and MPI-IO, application
+ * side), each with its file, offset, length, start and end, and the POSIX
+ * and stdio opens, closes, truncates, syncs and flushes between them (what
+ * a replay of the calls needs to place them: sluice predict), kept in one array
  * mapped when the library loads and written into the log (a TRACE region).
  * Calls beyond the cap are counted, not kept. Adding one is a fetch-add on
  * the array's index and a few stores: no lock, no allocation.
@@ -23,7 +23,7 @@ enum sluice_trace_op {
     SLUICE_TRACE_OPEN = 2,           /* offset -1, length 0 */
     SLUICE_TRACE_CLOSE = 3,          /* offset -1, length 0 */
     SLUICE_TRACE_TRUNCATE = 4,       /* offset -1, length: the new size */
-    SLUICE_TRACE_SYNC = 5,           /* fsync or fdatasync; offset -1, length 0 */
+    SLUICE_TRACE_SYNC = 5,           /* fsync or fdatasync; a stream's fflush; offset -1, length 0 */
 };
 
 struct sluice_trace_seg {

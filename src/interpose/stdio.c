@@ -29,6 +29,7 @@ int vfscanf(FILE *fp, const char *fmt, va_list ap);
 #include "core/policy.h"
 #include "core/stack.h"
 #include "core/stream.h"
+#include "core/trace.h"
 #include "interpose/interpose.h"
 #include "interpose/stdio_kernel.h"
 #include "sys/userptr.h"
@@ -936,6 +937,9 @@ SLUICE_EXPORT int fflush(FILE *fp)
         sluice_count_error(s->rec, SLUICE_SIDES_BOTH);
     } else {
         sluice_count_sync(s->rec, SLUICE_SIDES_APP, STDIO_FLUSHES, t0, t1);
+        /* (where the flushes fall among the writes decides what a larger
+         * buffer would write: sluice predict reads it from the trace) */
+        sluice_trace_meta(s->rec, SLUICE_SIDES_APP, SLUICE_TRACE_SYNC, 0, t0, t1);
     }
     errno = saved;
     return rc;

@@ -170,3 +170,27 @@ def test_opens_closes_truncates_and_syncs_are_placed_among_the_calls(tmp_path):
         (2, -1, 0), (1, 0, 10), (5, -1, 0), (4, -1, 5), (3, -1, 0), (2, -1, 0), (0, 0, 5), (3, -1, 0)]
     (c,) = c_json(path)
     assert_same(c, py_json(read_log(path)))
+
+
+def test_stream_calls_are_traced_with_their_flushes(tmp_path):
+    """The stdio calls too (module 2), with each fflush (op 5) where the
+    program made it: what a stream's kernel writes under a larger buffer
+    depend on (sluice predict). stdio_mix's big.bin: fwrite of 100, 10,000
+    and fputs of 5 bytes, fflush, 300 fputc, fwrite of 5,000, fclose; then
+    read back with a seek to 7,000 and read to the end."""
+    work, logs = tmp_path / "work", tmp_path / "logs"
+    work.mkdir()
+    sluice("run", "--trace", "100000", "--log-dir", str(logs), "--path", str(work), "--",
+           str(bin_path("stdio_mix")), str(work))
+    (path,) = sorted(logs.glob("*.sluice"))
+    t = read_log(path).trace
+    calls = [(op, off, n) for p, mod, op, off, n in zip(t.paths, t.module.tolist(), t.op.tolist(),
+                                                        t.offset.tolist(), t.length.tolist())
+             if mod == 2 and p == str(work / "big.bin")]
+    written = [(2, -1, 0), (1, 0, 100), (1, 100, 10000), (1, 10100, 5), (5, -1, 0)] + \
+        [(1, 10105 + i, 1) for i in range(300)] + [(1, 10405, 5000), (3, -1, 0)]
+    assert calls[:len(written)] == written
+    reads = calls[len(written):]
+    assert reads[:4] == [(2, -1, 0), (0, 0, 100), (0, 100, 10000), (0, 7000, 10)]
+    assert reads[-2:] == [(0, 15405, 0), (3, -1, 0)] and sum(n for op, _, n in reads if op == 0) == 10110 + 8395
+    assert t.dropped == 0
