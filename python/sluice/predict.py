@@ -137,15 +137,58 @@ def stdio_writes(fs: Mapping[str, float], app: Mapping[str, float], unit: int = 
     return int(min(calls, max(math.ceil(nbytes / unit), flushes)))
 
 
+def _stream_kernel_calls(ev: list[tuple[int, int, int]], buf: int) -> tuple[int, int]:
+    """A stream's kernel writes and reads for its traced calls ev (op,
+    offset, length; op -1 where one process's calls end) with a buffer of
+    buf bytes, the way glibc moves them: a write reaches the kernel when
+    the buffer fills, at a flush and at a close that find bytes held; a
+    read takes what the buffer holds, then one direct read of whole
+    buffers where the rest asks that much, then one fill; a read away from
+    where the last one ended (a seek) finds the buffer dropped; a read
+    that returned nothing asked the kernel once more (the end)."""
+    writes = reads = 0
+    pending = held = 0   # bytes waiting to be written; bytes the read buffer still holds
+    end = -1
+    for op, off, n in ev + [(-1, -1, 0)]:
+        if op == 1:
+            pending += n
+            writes += pending // buf
+            pending %= buf
+        elif op == 0:
+            if off >= 0 and end >= 0 and off != end:
+                held = 0
+            end = off + n if off >= 0 else -1
+            if n == 0:
+                reads += 1
+                held = 0
+            elif n > held:
+                need = n - held
+                if need >= buf:
+                    reads += 1
+                    need %= buf
+                if need:
+                    reads += 1
+                    held = buf - need
+                else:
+                    held = 0
+            else:
+                held -= n
+        elif op in (3, 5, -1):   # a close, a flush, the end of a process's calls
+            writes += pending > 0
+            pending = 0
+            if op != 5:
+                held, end = 0, -1
+    return writes, reads
+
+
 def stdio_buffered(job: Job, unit: int = UNIT) -> dict[str, dict[str, float]]:
-    """A stream's kernel reads and writes under buffer mode, from the
-    trace's stdio calls (their order is what decides): the stream's buffer
-    is one unit, so a write goes to the kernel when the unit fills, at a
-    flush and at a close that find bytes in it (and at the end of a process
-    that never closed it); a read session asks one unit at a time, plus one
-    read that finds the end when the program read up to it (a read that
-    returned nothing); a read away from where the last one ended (a seek
-    dropped the buffer) fills it again. path -> {"STDIO_WRITES",
+    """A stream's kernel reads and writes under buffer mode (a buffer of one
+    unit), from the trace's stdio calls, whose order is what decides
+    (_stream_kernel_calls). The trace holds what each read returned, not
+    what it asked: a read that came back short at the end of the file made
+    glibc ask again and find the end, unseen. Those are what the profile
+    run made beyond the same calls with its own buffer (the file's block
+    size), and are added to the unit's. path -> {"STDIO_WRITES",
     "STDIO_READS"}, for the files whose every process's trace is whole."""
     calls: dict[str, list[tuple[int, int, int]]] = {}
     cut: set[str] = set()
@@ -163,32 +206,16 @@ def stdio_buffered(job: Job, unit: int = UNIT) -> dict[str, dict[str, float]]:
                 cut.add(path)
             calls.setdefault(path, []).append((-1, -1, 0))   # (another process: a stream of its own)
             calls[path].extend(ev)
+    totals = {f.path: f for f in job.files}
     out: dict[str, dict[str, float]] = {}
     for path, ev in calls.items():
-        if path in cut:
+        f = totals.get(path)
+        if path in cut or f is None:
             continue
-        writes = reads = 0
-        pending = got = 0   # bytes in the write buffer; bytes read since the buffer was last dropped
-        end, eof = -1, False
-        for op, off, n in ev + [(-1, -1, 0)]:
-            if op == 0 and off >= 0 and end >= 0 and off != end:
-                reads += math.ceil(got / unit)   # (the seek: what was read so far, then a new fill)
-                got = 0
-            if op == 1:
-                pending += n
-                writes += pending // unit
-                pending %= unit
-            elif op == 0:
-                got += n
-                eof = eof or n == 0
-                end = off + n if off >= 0 else -1
-            elif op in (3, 5, -1):   # a close, a flush, the end of a process's calls
-                writes += pending > 0
-                pending = 0
-                if op != 5:
-                    reads += math.ceil(got / unit) + eof
-                    got, end, eof = 0, -1, False
-        out[path] = {"STDIO_WRITES": float(writes), "STDIO_READS": float(reads)}
+        writes, reads = _stream_kernel_calls(ev, unit)
+        block = int(_v(f.fs, "POSIX_FILE_ALIGNMENT")) or 4096
+        unseen = max(0, int(_v(f.fs, "STDIO_READS")) - _stream_kernel_calls(ev, block)[1])
+        out[path] = {"STDIO_WRITES": float(writes), "STDIO_READS": float(reads + unseen)}
     return out
 
 
