@@ -7,7 +7,8 @@ totals). Prints the table and writes it as JSON; exits 1 when a count is
 off by more than --tolerance (10 % by default).
 
     bench/predict_check.py --target /mnt/sluice-pfs [--workloads smallio,nc-append] [--json FILE]
-    (the bench workloads, then LAMMPS, a CDO/NCO workflow, an h5py script and a PnetCDF code where installed)
+    (the bench workloads, then LAMMPS, a CDO/NCO workflow, an h5py script and a PnetCDF code where installed,
+    and an AMR checkpoint through MPI-IO and parallel HDF5: --modes acb)
     bench/predict_check.py --target /mnt/sluice-pfs --fs testbed.json   # I/O times too (within --time-tolerance)
 
 The measured I/O time of a run is the seconds its processes spent in the
@@ -93,6 +94,15 @@ def workloads(native: Path, tests_bin: Path, work: Path, scratch: Path) -> dict[
     mpirun = shutil.which("mpirun")
     out["pnetcdf"] = ([Step([mpirun, "--oversubscribe", "-np", "2", str(pnc), f"{work}/out.nc"])]
                       if pnc.exists() and mpirun else f"no {pnc} (build with -DSLUICE_BUILD_TESTS=ON) or no mpirun")
+    # an AMR checkpoint (docs/acb.md): 320 boxes of 32 KiB dealt to 4 ranks in
+    # Morton order, one independent or one collective write each, or
+    # through parallel HDF5
+    for name, prog, variant in (("amr-indep", "amr-ckpt", "indep"), ("amr-coll", "amr-ckpt", "coll"),
+                                ("amr-h5", "amr-ckpt-h5", "h5-indep")):
+        amr = native / f"sluice-bench-{prog}"
+        out[name] = ([Step([mpirun, "--oversubscribe", "-np", "4", str(amr), "--variant", variant, "--file",
+                            f"{work}/ckpt", "--boxes", "64,256", "--box-bytes", "32768"])]
+                     if amr.exists() and mpirun else f"no {amr} or no mpirun")
     return out
 
 

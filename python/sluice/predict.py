@@ -5,7 +5,7 @@ described by a profile (``sluice bench calibrate``; docs/predict.md).
 Per file, the fs side the mode would leave, in the counter names of
 ``sluice report --json`` (so that a prediction and a measurement compare
 key by key), then the I/O time those calls and bytes take on the profiled
-file system at the job's concurrency. Modes modelled so far:
+file system at the job's concurrency. The modes:
 
 - ``profile``: the fs side as logged (what the kernel saw);
 - ``buffer``: writes and reads coalesced into ``--buffer-size`` units, as
@@ -28,9 +28,11 @@ file system at the job's concurrency. Modes modelled so far:
   file straight through, as logged;
 - ``auto``: on a parallel file system, stage's files as stage, those whose
   writes are all at least ``--auto-large`` straight through, every other
-  file as buffer mode; on a file system of the node, as profile.
-
-Acb is listed as not modelled yet.
+  file as buffer mode; on a file system of the node, as profile;
+- ``acb``: a file MPI-IO writes gets the writes its aggregators would make
+  at the close (acb_flush: each rank its own runs where they are large,
+  else rounds of stripes dealt to one aggregator per node); every other
+  call as logged.
 """
 
 from __future__ import annotations
@@ -60,7 +62,13 @@ PREDICTED = ("POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_STATS", "POSIX
              "STDIO_OPENS_CREATE")
 SMALL = 4096            # the calibrated per-call figures' request size
 MODES = ("profile", "buffer", "stage", "auto", "acb")
-NOT_YET = {"acb": "acb is not modelled yet"}
+# acb's engine (src/acb/acb.h, docs/acb.md): the file-domain unit
+# (--acb-stripe-size), an aggregator's largest write, its share of a round
+# (cb_buffer_size), and the run size above which each rank writes its own
+ACB_STRIPE = 1 << 20
+ACB_WRITE = 16 << 20
+ACB_BUFFER = 16 << 20
+ACB_DIRECT = 64 << 10
 
 # What a file-system type charges when no profile is given: round numbers
 # on the safe side (a parallel file system's metadata calls each a round
@@ -523,6 +531,130 @@ def engine_handles(job: Job, files: list[FileTotals]) -> dict[str, float]:
     return out
 
 
+def _runs(extents: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The byte runs (start, end) that extents (offset, length) cover:
+    sorted, touching and overlapping ones joined."""
+    out: list[list[int]] = []
+    for off, n in sorted(extents):
+        if n <= 0:
+            continue
+        if out and off <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], off + n)
+        else:
+            out.append([off, off + n])
+    return [(a, b) for a, b in out]
+
+
+def _pieces(runs: list[tuple[int, int]], *steps: int) -> int:
+    """How many pieces runs make when each is also cut where a multiple of
+    any of steps falls."""
+    n = 0
+    for a, b in runs:
+        cuts = {a, b}
+        for step in steps:
+            cuts.update(range((a // step + 1) * step, b, step))
+        n += len(cuts) - 1
+    return n
+
+
+def acb_flush(per_rank: Mapping[int, list[tuple[int, int]]], nodes: int, collective: bool = False,
+              stripe: int = ACB_STRIPE, write: int = ACB_WRITE, buffer: int = ACB_BUFFER,
+              direct: int = ACB_DIRECT) -> tuple[int, int]:
+    """The writes and bytes acb's flush makes of the ranks' pending writes
+    (src/acb/exchange.c): where every rank's own writes form runs of at
+    least `direct` bytes on average (the file's direct unit) (and were made independently: a
+    collective write's pieces are the MPI library's, not the rank's), each
+    rank writes its runs, cut at multiples of `write`; otherwise the data
+    moves in rounds to min(nodes, ranks, stripes touched) aggregators, stripe
+    k to aggregator k mod A, each round a window of buffer / stripe stripes
+    per aggregator, and each aggregator writes the runs it received, cut at
+    stripe boundaries when there are several aggregators, at the window's
+    and at multiples of `write`."""
+    own = {r: _runs(e) for r, e in per_rank.items() if e}
+    if not own:
+        return 0, 0
+    if not collective and all(sum(b - a for a, b in rs) >= len(rs) * direct for rs in own.values()):
+        return (sum(_pieces(rs, write) for rs in own.values()),
+                sum(b - a for rs in own.values() for a, b in rs))
+    union = _runs([(a, b - a) for rs in own.values() for a, b in rs])
+    lo, hi = union[0][0], union[-1][1]
+    naggs = max(1, min(nodes, len(per_rank), (hi - 1) // stripe - lo // stripe + 1))
+    window = max(1, buffer // stripe) * naggs * stripe
+    steps = (window, write) + ((stripe,) if naggs > 1 else ())
+    return _pieces(union, *steps), sum(b - a for a, b in union)
+
+
+def mpiio_written(app: Mapping[str, float]) -> bool:
+    return _v(app, "MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES") > 0
+
+
+def acb_direct_unit(f: FileTotals, nodes: int, stripe: int = ACB_STRIPE) -> int:
+    """The write size from which acb lets a write through as it is
+    (src/mpi/mpiio.c, block_unit and shared_unit): the file's block (its
+    st_blksize, at least 64 KiB); with ranks on several hosts, four blocks,
+    at most a stripe."""
+    block = max(ACB_DIRECT, int(_v(f.fs, "POSIX_FILE_ALIGNMENT")))
+    return max(block, min(4 * block, stripe)) if nodes > 1 else block
+
+
+def acb_side(job: Job, files: list[FileTotals]) -> dict[str, tuple[float, float]]:
+    """path -> the writes and bytes acb would make of each file MPI-IO
+    writes, taken as flushed once, at its close. The ranks' pending writes
+    are their writes of the file as the profile run's trace holds them (the
+    MPI library's own kernel writes: for independent writes without a
+    view, the rank's own; for collective ones, its aggregators', whose
+    union is the same bytes; a process with nothing traced wrote none of
+    it); without a whole trace, the logged bytes in
+    pieces of what the flush writes (a stripe on several nodes, else a
+    largest write)."""
+    hosts = {l.info.get("host", "") for l in job.logs if l.rank >= 0} or {""}
+    nodes = len(hosts)
+    written = {f.path: f for f in files if mpiio_written(f.app)}
+    extents: dict[str, dict[int, list[tuple[int, int]]]] = {p: {} for p in written}
+    whole = set(written)
+    mpi_lengths: dict[str, list[int]] = {}
+    if not any(l.trace is not None for l in job.logs):
+        whole = set()
+    for l in job.logs:
+        t = l.trace
+        if t is None:
+            continue
+        for path, mod, op, off, n in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                         t.length.tolist()):
+            if path in extents and mod == 1 and op == 1 and off >= 0:
+                extents[path].setdefault(l.pid, []).append((off, n))
+            elif path in extents and mod == 3 and op == 1:
+                mpi_lengths.setdefault(path, []).append(n)
+        if t.dropped:
+            whole -= {p for p in t.paths if p in written}
+    out: dict[str, tuple[float, float]] = {}
+    for path, f in written.items():
+        collective = _v(f.app, "MPIIO_COLL_WRITES") > 0
+        unit = acb_direct_unit(f, nodes)
+        if collective and all(n >= unit for n in mpi_lengths.get(path, [0])):
+            out[path] = (_v(f.fs, "POSIX_WRITES"), _v(f.fs, "POSIX_BYTES_WRITTEN"))
+            continue   # (every rank's piece worth writing as it is: the MPI library's collective write)
+        if path in whole and extents[path]:
+            pending: dict[int, list[tuple[int, int]]] = {}
+            w = b = 0
+            for pid, ev in extents[path].items():
+                for off, n in ev:
+                    # (a write worth making as it is goes straight through,
+                    # while no collective call made others' writes pending)
+                    if not collective and _v(f.app, "MPIIO_VIEWS") == 0 and n >= unit and (
+                            off % unit == 0 or n >= 4 * unit):
+                        w, b = w + 1, b + n
+                    else:
+                        pending.setdefault(pid, []).append((off, n))
+            fw, fb = acb_flush(pending, nodes, collective, direct=unit)
+            w, b = w + fw, b + fb
+        else:
+            b = _v(f.fs, "POSIX_BYTES_WRITTEN")
+            w = math.ceil(b / (ACB_STRIPE if nodes > 1 else ACB_WRITE))
+        out[path] = (float(w), float(b))
+    return out
+
+
 def renamed_on_tier(files: list[FileTotals]) -> set[str]:
     """Names that staged files took by a rename (NCO's temporary file moved
     over its output): the tier renames them, so the file system sees the
@@ -539,7 +671,8 @@ def renamed_on_tier(files: list[FileTotals]) -> set[str]:
 def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = READAHEAD,
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
                  helper: bool = False, replayed: Mapping[str, float] | None = None,
-                 later: Mapping[str, float] | None = None, engine_opens: float = 0.0) -> dict[str, float]:
+                 later: Mapping[str, float] | None = None, engine_opens: float = 0.0,
+                 acb: tuple[float, float] | None = None) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
@@ -547,9 +680,10 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     its trace replayed under buffer mode left them (sluice.replay); later:
     a staged file published before the job was done with it
     (published_early); engine_opens: auto's own MPI-IO opens of it, or of
-    the lock-test file beside it (engine_handles)."""
+    the lock-test file beside it (engine_handles); acb: the writes and bytes
+    of acb's flush of a file MPI-IO writes (acb_side)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
-    if mode == "auto" and engine_opens:
+    if mode in ("auto", "acb") and engine_opens:
         fs["POSIX_OPENS"] += engine_opens
         fs["POSIX_OPENS_WRITE"] += engine_opens
         if helper:   # (OMPIO's lock test: made, then removed)
@@ -557,6 +691,11 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
             fs["POSIX_UNLINKS"] += engine_opens
         else:        # (the MPI-IO library's open asks for the file's size)
             fs["POSIX_STATS"] += engine_opens
+    if mode == "acb" or (mode == "auto" and acb is not None):
+        # (auto aggregates what MPI-IO writes as acb does, on any file system)
+        if acb is not None:
+            fs["POSIX_WRITES"], fs["POSIX_BYTES_WRITTEN"] = acb
+        return fs
     if mode in ("stage", "auto"):
         # (their tier opens streams itself: a stream's kernel open is the
         # POSIX record's, src/interpose/stdio.c)
@@ -676,6 +815,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     files = [f for f in job.files if not f.path.startswith("<")]
     helpers = mpiio_helpers(files)
     engine = engine_handles(job, files)
+    aggregated = acb_side(job, files)
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
@@ -709,9 +849,6 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         "modes": {},
     }
     for mode in MODES:
-        if mode in NOT_YET:
-            out["modes"][mode] = {"modelled": False, "why": NOT_YET[mode]}
-            continue
         total = {k: 0.0 for k in PREDICTED}
         seconds = 0.0
         for f in files:
@@ -719,7 +856,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
                                 f.path in helpers, replayed_file(f, replayed, streams), later.get(f.path),
-                                engine.get(f.path, 0.0)).items()}
+                                engine.get(f.path, 0.0), aggregated.get(f.path)).items()}
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local) and f.path not in helpers:

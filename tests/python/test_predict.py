@@ -81,6 +81,27 @@ def test_streams_under_buffer_mode_are_predicted_from_where_their_flushes_and_se
                                                                      measured["STDIO_READS"])
 
 
+@pytest.mark.skipif(not (NATIVE / "sluice-bench-amr-ckpt").exists(), reason="built without MPI")
+def test_acb_writes_are_predicted_from_the_ranks_traced_writes(tmp_path):
+    """An AMR checkpoint of 320 boxes of 32 KiB on 4 ranks (one node):
+    independent writes in Morton order form runs of 64 KiB or more, so
+    acb lets each rank write its own runs (50 writes); one collective
+    write per box goes through one aggregator (the 10 MiB in one write);
+    both predicted from the profile run's trace, counter by counter."""
+    out = tmp_path / "check.json"
+    cp = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--target", str(tmp_path),
+                         "--workloads", "amr-indep,amr-coll", "--modes", "acb", "--json", str(out)],
+                        env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)), capture_output=True, text=True,
+                        timeout=600)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+    rows = {(r["workload"], r["mode"], r["counter"]): (r["predicted"], r["measured"])
+            for r in json.loads(out.read_text())["rows"]}
+    assert rows["amr-indep", "profile", "POSIX_WRITES"] == (320, 320)
+    assert rows["amr-indep", "acb", "POSIX_WRITES"] == (50, 50)
+    assert rows["amr-coll", "acb", "POSIX_WRITES"] == (1, 1)
+    assert rows["amr-coll", "acb", "POSIX_BYTES_WRITTEN"] == (10 << 20, 10 << 20)
+
+
 def test_predict_refuses_another_modes_logs_and_scales(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
@@ -101,7 +122,7 @@ def test_predict_refuses_another_modes_logs_and_scales(tmp_path):
     stage = one["modes"]["stage"]["fs"]   # one new file of 1 MiB: its publish, one create and one write
     assert (stage["POSIX_OPENS"], stage["POSIX_WRITES"], stage["POSIX_BYTES_WRITTEN"]) == (1, 1, 1 << 20)
     assert one["modes"]["auto"]["fs"] == one["modes"]["profile"]["fs"]   # /tmp is the node's own
-    assert one["modes"]["acb"] == {"modelled": False, "why": "acb is not modelled yet"}
+    assert one["modes"]["acb"]["fs"] == one["modes"]["profile"]["fs"]   # no MPI-IO: acb leaves POSIX as it is
     text = sluice("predict", str(tmp_path / "profile")).stdout
     assert "built-in figures for a local file system" in text and "buffer" in text
 
