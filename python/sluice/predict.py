@@ -244,6 +244,11 @@ class FileSystem:
     calibrated: bool = False
     write_by_procs: dict[int, float] = field(default_factory=dict)
     read_by_procs: dict[int, float] = field(default_factory=dict)
+    # a byte written into a stripe another process writes too costs this
+    # many of one written apart (calibrate's shared_stripe: its slowdown,
+    # over pieces of shared_unit bytes)
+    shared_slowdown: float = 1.0
+    shared_unit: int = 1 << 20
 
     @property
     def flush_s(self) -> float:
@@ -265,6 +270,23 @@ class FileSystem:
             return self.latency_s.get(kind, 1e-4)
         rate = _interpolate(rates, conc)
         return conc / rate if rate > 0 else float("inf")
+
+    def server_load(self, counts: Mapping[str, float], wall_s: float, conc: int) -> float:
+        """How much of the metadata server's time a job's calls ask for:
+        each kind's calls a second over the rate the server answers them
+        at for conc processes (calibrated; else conc over one call's
+        latency), added up. Above 1 the server is saturated: the calls
+        queue, and what it delivers is the asked rate over this."""
+        if wall_s <= 0:
+            return 0.0
+        load = 0.0
+        for kind, counters in META_KINDS.items():
+            n = _v(counts, *counters)
+            if n:
+                rates = self.rate_by_procs.get(kind)
+                rate = _interpolate(rates, conc) if rates else conc / max(self.latency_s.get(kind, 1e-4), 1e-12)
+                load += n / wall_s / rate
+        return load
 
     def byte_seconds(self, write: bool, conc: int) -> float:
         """One byte of one of conc streams at once: they share the
@@ -297,7 +319,9 @@ def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSy
                           random_read_s=d.get("random_read_s", {}).get("median", 5e-4),
                           fsync_s=d["fsync_s"]["median"], calibrated=True,
                           write_by_procs={int(p): r["median"] for p, r in d["write_MBps"].items()},
-                          read_by_procs={int(p): r["median"] for p, r in d["read_MBps"].items()})
+                          read_by_procs={int(p): r["median"] for p, r in d["read_MBps"].items()},
+                          shared_slowdown=max(1.0, d.get("shared_stripe", {}).get("slowdown", {}).get("median", 1.0)),
+                          shared_unit=int(d.get("shared_stripe", {}).get("piece") or 1 << 20))
     kind = "local" if fstype in LOCAL_TYPES else "parallel"
     b = BUILTIN[kind]
     return FileSystem(name=f"built-in figures for a {kind} file system ({fstype or 'type unknown'}; "
@@ -597,6 +621,74 @@ def acb_direct_unit(f: FileTotals, nodes: int, stripe: int = ACB_STRIPE) -> int:
     return max(block, min(4 * block, stripe)) if nodes > 1 else block
 
 
+def traced_writes(job: Job, paths: set[str]) -> tuple[dict[str, dict[int, list[tuple[int, int]]]], set[str],
+                                                     dict[str, list[int]]]:
+    """The kernel writes of paths in the trace, by process: path -> pid ->
+    [(offset, length)]; the paths whose every write is in it (no trace
+    dropped a call of them); and the lengths of their MPI-IO writes."""
+    extents: dict[str, dict[int, list[tuple[int, int]]]] = {p: {} for p in paths}
+    whole = set(paths) if any(l.trace is not None for l in job.logs) else set()
+    mpi_lengths: dict[str, list[int]] = {}
+    for l in job.logs:
+        t = l.trace
+        if t is None:
+            continue
+        for path, mod, op, off, n in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
+                                         t.length.tolist()):
+            if path in extents and mod == 1 and op == 1 and off >= 0:
+                extents[path].setdefault(l.pid, []).append((off, n))
+            elif path in extents and mod == 3 and op == 1:
+                mpi_lengths.setdefault(path, []).append(n)
+        if t.dropped:
+            whole -= {p for p in t.paths if p in paths}
+    return extents, whole, mpi_lengths
+
+
+def shared_stripe_bytes(per_pid: Mapping[int, list[tuple[int, int]]], unit: int) -> float:
+    """The bytes written into stripes (of unit bytes) that more than one
+    process writes: on a parallel file system each such write waits for
+    the stripe's lock to come over from the other writer."""
+    writers: dict[int, set[int]] = {}
+    for pid, ev in per_pid.items():
+        for off, n in ev:
+            for k in range(off // unit, (off + n - 1) // unit + 1):
+                writers.setdefault(k, set()).add(pid)
+    shared = 0
+    for pid, ev in per_pid.items():
+        for off, n in ev:
+            pos, end = off, off + n
+            while pos < end:
+                stop = min(end, (pos // unit + 1) * unit)
+                if len(writers[pos // unit]) > 1:
+                    shared += stop - pos
+                pos = stop
+    return float(shared)
+
+
+def contention(job: Job, files: list[FileTotals], unit: int, acb: bool = False) -> dict[str, float]:
+    """path -> the bytes written into stripes another process writes too,
+    for the files several processes write (the trace's writes; none without
+    it). acb: as acb's flush would write the files MPI-IO writes (its
+    rounds give each stripe one aggregator: none; where each rank writes
+    its own runs, or a write goes straight through, those)."""
+    paths = {f.path for f in files if (not acb or mpiio_written(f.app))}
+    extents, whole, _ = traced_writes(job, paths)
+    out: dict[str, float] = {}
+    for path in whole:
+        per_pid = extents[path]
+        if len(per_pid) < 2:
+            continue
+        if acb:
+            f = next(f for f in files if f.path == path)
+            if _v(f.app, "MPIIO_COLL_WRITES") > 0 or not all(
+                    sum(b - a for a, b in _runs(e)) >= len(_runs(e)) * acb_direct_unit(f, 1) for e in per_pid.values()):
+                out[path] = 0.0   # (rounds: one aggregator a stripe)
+                continue
+            per_pid = {pid: [(a, b - a) for a, b in _runs(e)] for pid, e in per_pid.items()}
+        out[path] = shared_stripe_bytes(per_pid, unit)
+    return out
+
+
 def acb_side(job: Job, files: list[FileTotals]) -> dict[str, tuple[float, float]]:
     """path -> the writes and bytes acb would make of each file MPI-IO
     writes, taken as flushed once, at its close. The ranks' pending writes
@@ -610,23 +702,7 @@ def acb_side(job: Job, files: list[FileTotals]) -> dict[str, tuple[float, float]
     hosts = {l.info.get("host", "") for l in job.logs if l.rank >= 0} or {""}
     nodes = len(hosts)
     written = {f.path: f for f in files if mpiio_written(f.app)}
-    extents: dict[str, dict[int, list[tuple[int, int]]]] = {p: {} for p in written}
-    whole = set(written)
-    mpi_lengths: dict[str, list[int]] = {}
-    if not any(l.trace is not None for l in job.logs):
-        whole = set()
-    for l in job.logs:
-        t = l.trace
-        if t is None:
-            continue
-        for path, mod, op, off, n in zip(t.paths, t.module.tolist(), t.op.tolist(), t.offset.tolist(),
-                                         t.length.tolist()):
-            if path in extents and mod == 1 and op == 1 and off >= 0:
-                extents[path].setdefault(l.pid, []).append((off, n))
-            elif path in extents and mod == 3 and op == 1:
-                mpi_lengths.setdefault(path, []).append(n)
-        if t.dropped:
-            whole -= {p for p in t.paths if p in written}
+    extents, whole, mpi_lengths = traced_writes(job, set(written))
     out: dict[str, tuple[float, float]] = {}
     for path, f in written.items():
         collective = _v(f.app, "MPIIO_COLL_WRITES") > 0
@@ -750,39 +826,46 @@ def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool
     return _small_writes(app, large) == 0
 
 
-def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, conc: int) -> float:
+def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int) -> dict[str, float]:
     """The seconds one file's calls and bytes keep their processes in the
-    file system, added up over the processes, while conc of them make such
-    calls at once: each metadata call its latency at that concurrency (a
-    create of a file that is written costs a written file's create, write
-    and close; each other open for writing of a written file, a close's
-    flush); each read that does not continue the previous one a random
-    read's round trip, each other call its fixed cost (the 4 KiB call's,
-    less its bytes); the bytes at conc streams' share of the bandwidth;
-    each fsync its latency."""
+    file system, added up over the processes, by kind (open: creates
+    included; stat, rename, unlink, mkdir, rmdir; write and read: the calls
+    and their bytes; fsync), while conc of them make such calls at once:
+    each metadata call its latency at that concurrency (a create of a file
+    that is written costs a written file's create, write and close; each
+    other open for writing of a written file, a close's flush); each read
+    that does not continue the previous one a random read's round trip,
+    each other call its fixed cost (the 4 KiB call's, less its bytes); the
+    bytes at conc streams' share of the bandwidth; each fsync its latency."""
+    t = dict.fromkeys((*META_KINDS, "write", "read", "fsync"), 0.0)
     opens = _v(fs, "POSIX_OPENS", "STDIO_OPENS")
     creates = min(_v(fs, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE"), opens)
     writes, reads = _v(fs, "POSIX_WRITES", "STDIO_WRITES"), _v(fs, "POSIX_READS", "STDIO_READS")
     written = writes > 0 and "create_written" in sysfs.latency_s
-    t = creates * sysfs.call_seconds("create_written" if written else "create", conc)
-    t += (opens - creates) * sysfs.call_seconds("open", conc)
+    t["open"] = (creates * sysfs.call_seconds("create_written" if written else "create", conc)
+                 + (opens - creates) * sysfs.call_seconds("open", conc))
     if writes > 0:
         updates = max(0.0, min(_v(fs, "POSIX_OPENS_WRITE", "STDIO_OPENS_WRITE"), writes) - creates)
-        t += updates * sysfs.flush_s
+        t["write"] += updates * sysfs.flush_s
     for kind, counters in META_KINDS.items():
         if kind != "open":
-            t += _v(fs, *counters) * sysfs.call_seconds(kind, conc)
+            t[kind] = _v(fs, *counters) * sysfs.call_seconds(kind, conc)
     wbytes, rbytes = _v(fs, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"), _v(fs, "POSIX_BYTES_READ",
                                                                              "STDIO_BYTES_READ")
     wcall = max(0.0, sysfs.small_write_s - SMALL * sysfs.byte_seconds(True, 1))
     rcall = max(0.0, sysfs.small_read_s - SMALL * sysfs.byte_seconds(False, 1))
     jumps = max(0.0, _v(fs, "POSIX_READS") - _v(fs, "POSIX_CONSEC_READS"))
     # (a created file's writes are in its create's figure when it is small)
-    t += (max(0.0, writes - (creates if written else 0)) * wcall + (reads - jumps) * rcall
-          + jumps * max(0.0, sysfs.random_read_s - SMALL * sysfs.byte_seconds(False, 1)))
-    t += wbytes * sysfs.byte_seconds(True, conc) + rbytes * sysfs.byte_seconds(False, conc)
-    t += _v(fs, "POSIX_FSYNCS", "POSIX_FDSYNCS") * sysfs.fsync_s
+    t["write"] += max(0.0, writes - (creates if written else 0)) * wcall + wbytes * sysfs.byte_seconds(True, conc)
+    t["read"] = ((reads - jumps) * rcall + jumps * max(0.0, sysfs.random_read_s - SMALL * sysfs.byte_seconds(False, 1))
+                 + rbytes * sysfs.byte_seconds(False, conc))
+    t["fsync"] = _v(fs, "POSIX_FSYNCS", "POSIX_FDSYNCS") * sysfs.fsync_s
     return t
+
+
+def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, conc: int) -> float:
+    """io_seconds_by_kind, added up."""
+    return sum(io_seconds_by_kind(fs, sysfs, conc).values())
 
 
 def metadata_ops(fs: Mapping[str, float]) -> float:
@@ -803,13 +886,19 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         if mounts:
             fstype = mounts.splitlines()[0].split("\t")[0]
             break
+    if profile and profile.get("filesystem", {}).get("type"):
+        fstype = profile["filesystem"]["type"]   # (the job as it would run there: auto decides by it)
     sysfs = file_system_of(profile, fstype)
     procs = max(1, job.processes)
     per_proc = per_process_app(job)   # (path -> process -> its app counters: used thrice below)
     conc = concurrency(job, per_proc)
     factor = 1.0
     if scale:
-        factor = scale / procs
+        # (the processes that opened a recorded file are the ones repeated:
+        # not the shell, nor the parent that made the directory and forked them)
+        factor = scale / max(1, len({pid for by in per_proc.values() for pid, c in by.items()
+                                     if _v(c, "POSIX_OPENS", "STDIO_OPENS", "MPIIO_COLL_OPENS",
+                                           "MPIIO_INDEP_OPENS") > 0}) or procs)
         conc = max(1, round(conc * factor))
         procs = scale
     files = [f for f in job.files if not f.path.startswith("<")]
@@ -848,9 +937,13 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
                 "replayed_files": len(replayed), "replay_failed": replay_failed},
         "modes": {},
     }
+    wall = job_wall_s(job)
+    slow = sysfs.shared_slowdown > 1
+    shared = contention(job, files, sysfs.shared_unit) if slow else {}
+    shared_acb = contention(job, files, sysfs.shared_unit, acb=True) if slow else {}
     for mode in MODES:
         total = {k: 0.0 for k in PREDICTED}
-        seconds = 0.0
+        kinds: dict[str, float] = {}
         for f in files:
             looked = lookups.get(f.path, 0.0)
             one = {k: x * factor for k, x in
@@ -862,12 +955,30 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             if published(mode, f, local) and f.path not in helpers:
                 # the publish is the job drainer's, one process; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
-                seconds += io_seconds(publish, sysfs, 1) + looked * factor * sysfs.call_seconds("stat", conc)
+                spent = io_seconds_by_kind(publish, sysfs, 1)
+                spent["stat"] += looked * factor * sysfs.call_seconds("stat", conc)
             else:
-                seconds += io_seconds(one, sysfs, conc)
-        out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": metadata_ops(total),
-                              "io_time_s": seconds / procs}
+                spent = io_seconds_by_kind(one, sysfs, conc)
+                # (the bytes that wait for a stripe's lock from another writer)
+                held = (shared_acb if mode == "acb" or (mode == "auto" and f.path in aggregated) else
+                        shared).get(f.path, 0.0)
+                spent["write"] += held * factor * sysfs.byte_seconds(True, conc) * (sysfs.shared_slowdown - 1)
+            for k, x in spent.items():
+                kinds[k] = kinds.get(k, 0.0) + x
+        meta = metadata_ops(total)
+        out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": meta,
+                              "io_time_s": sum(kinds.values()) / procs, "io_time_by_kind_s": kinds,
+                              "metadata_ops_per_s": meta / wall if wall > 0 else 0.0,
+                              "metadata_server_load": sysfs.server_load(total, wall, conc)}
+    out["job"]["wall_s"] = wall
     return out
+
+
+def job_wall_s(job: Job) -> float:
+    """The job's wall-clock time as logged, first start to last end (under
+    weak scaling the same: each process's pattern is repeated, at once)."""
+    spans = [(l.start_ns, l.end_ns) for l in job.logs if l.end_ns > l.start_ns]
+    return (max(e for _, e in spans) - min(s for s, _ in spans)) / 1e9 if spans else 0.0
 
 
 def replayed_file(f: FileTotals, replayed: Mapping[str, Mapping[str, float]],

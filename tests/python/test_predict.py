@@ -162,3 +162,55 @@ def test_a_replay_that_cannot_run_says_so_and_the_counters_answer(tmp_path, monk
     assert refused["modes"]["buffer"]["fs"] == counters["modes"]["buffer"]["fs"]
     from sluice.cli.predict import render
     assert "the trace's replay gave nothing" in render(refused)
+
+
+def test_shared_stripe_bytes_are_those_of_stripes_two_processes_write():
+    from sluice.predict import shared_stripe_bytes
+    piece = 64 << 10
+    interleaved = {1: [(i * piece, piece) for i in range(0, 32, 2)], 2: [(i * piece, piece) for i in range(1, 32, 2)]}
+    assert shared_stripe_bytes(interleaved, 1 << 20) == 32 * piece          # every stripe has both
+    apart = {1: [(0, 1 << 20)], 2: [(1 << 20, 1 << 20)]}
+    assert shared_stripe_bytes(apart, 1 << 20) == 0
+    straddle = {1: [(0, 1_500_000)], 2: [(1_500_000, 600_000)]}             # they meet inside stripe 1
+    assert shared_stripe_bytes(straddle, 1 << 20) == (1_500_000 - (1 << 20)) + ((2 << 20) - 1_500_000)
+
+
+def test_scaling_repeats_the_processes_that_opened_files_and_splits_the_time_by_kind(tmp_path):
+    """File-per-process netCDF: a parent that makes the directory forks 2
+    writers: --scale 4 is each instance's calls twice, and the seconds
+    by kind add up to the I/O time over the processes."""
+    work = tmp_path / "w"
+    logs = tmp_path / "logs"
+    sluice("run", "-q", "--mode", "profile", "--log-dir", str(logs), "--path", str(work), "--",
+           str(NATIVE / "sluice-bench-fpp-netcdf"), "--dir", str(work), "--procs", "2", "--nx", "8", "--ny", "8")
+    one = json.loads(sluice("predict", "--json", str(logs)).stdout)
+    four = json.loads(sluice("predict", "--json", "--scale", "4", str(logs)).stdout)
+    assert one["job"]["processes"] == 3
+    for mode in ("profile", "stage"):
+        assert four["modes"][mode]["fs"]["POSIX_OPENS"] == 2 * one["modes"][mode]["fs"]["POSIX_OPENS"]
+        m = four["modes"][mode]
+        assert sum(m["io_time_by_kind_s"].values()) == pytest.approx(m["io_time_s"] * 4)
+        assert m["metadata_ops_per_s"] == pytest.approx(m["metadata_ops"] / four["job"]["wall_s"])
+    assert one["modes"]["profile"]["io_time_by_kind_s"]["open"] > 0
+
+
+@pytest.mark.skipif(not (NATIVE / "sluice-bench-amr-ckpt").exists(), reason="built without MPI")
+def test_the_field_reports_scale_check_keeps_their_direction(tmp_path):
+    """bench/field_scale.py (docs/predict.md): FMS's opens cost far more
+    over 144 stripes than over one; stage cuts the Agro-IBIS ensemble's
+    metadata calls; acb's checkpoint of 2.3 MB boxes beats independent
+    writes, which wait for shared stripes' locks."""
+    out = tmp_path / "scale.json"
+    cp = subprocess.run([sys.executable, str(REPO / "bench" / "field_scale.py"), "--target", str(tmp_path),
+                         "--json", str(out)], env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)),
+                        capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    d = json.loads(out.read_text())
+    fms = d["fms"]
+    assert fms["profile, 144 stripes"]["open_s"] > 10 * fms["profile, 1 stripes"]["open_s"]
+    assert fms["profile, 144 stripes"]["opens"] == 1176
+    agro = d["agro_ibis"]
+    assert agro["stage"]["metadata_ops"] < agro["profile"]["metadata_ops"] / 2
+    big = d["chombo"]["2.3 MB boxes"]
+    assert big["acb_over_independent"] > 1.5
+    assert big["writes"]["independent"] == 2304 * 50
