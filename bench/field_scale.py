@@ -143,6 +143,7 @@ def main() -> None:
         fms = {}
         for s, prof in profiles.items():
             d = predict(logs, prof, 1176, env)
+            fms["concurrency"] = d["job"]["concurrency"]
             for mode in ("profile", "stage"):   # (stage: its opens; its publish is the drainers')
                 m = d["modes"][mode]
                 nbytes = m["fs"]["POSIX_BYTES_WRITTEN"]
@@ -158,6 +159,8 @@ def main() -> None:
               f"{REPORTS['fms_unlink_s']:,} s, {REPORTS['fms_MBps_default']} MB/s; one stripe "
               f"{REPORTS['fms_MBps_stripe1']:,} MB/s)")
         for k, v in fms.items():
+            if k == "concurrency":
+                continue
             print(f"  {k:22s} opens {v['opens']:>6,.0f} {v['open_s']:>9,.0f} s  unlinks {v['unlinks']:>4,.0f} "
                   f"{v['unlink_s']:>7,.0f} s" + (f"  {v['MBps']:>9,.0f} MB/s" if "MBps" in v else ""))
         print(f"  opens: {error(wide['open_s'], REPORTS['fms_open_s'])}; bandwidth {error(wide['MBps'], 128)} "
@@ -169,9 +172,9 @@ def main() -> None:
         subprocess.run([b("ensemble"), "--dir", str(ens), "--phase", "setup"], env=env, check=True,
                        capture_output=True)
         logs = run_profiled("agro", [b("ensemble"), "--dir", str(ens), "--procs", "2", "--files", "200",
-                                     "--steps", "5", "--phase", "run"], work, env)
+                                     "--steps", "20", "--phase", "run"], work, env)
         d = predict(logs, profiles[1], 2000, env)
-        agro = {}
+        agro = {"concurrency": d["job"]["concurrency"]}
         for mode in ("profile", "buffer", "stage"):
             m = d["modes"][mode]
             # I/O-bound instances: the job lasts its processes' I/O time, and the
@@ -183,6 +186,8 @@ def main() -> None:
         out["agro_ibis"] = agro
         print(f"Agro-IBIS at 2,000 instances (report: the server swamped at ~{REPORTS['agro_peak_iops']:,} IOPS)")
         for k, v in agro.items():
+            if k == "concurrency":
+                continue
             print(f"  {k:8s} metadata calls {v['metadata_ops']:>11,.0f}  each instance's I/O {v['io_time_s']:>8,.1f} s"
                   f"  the server delivers {v['delivered_ops_per_s']:>9,.0f} ops/s")
 
