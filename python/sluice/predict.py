@@ -826,7 +826,8 @@ def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool
     return _small_writes(app, large) == 0
 
 
-def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int) -> dict[str, float]:
+def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int,
+                       made: float | None = None) -> dict[str, float]:
     """The seconds one file's calls and bytes keep their processes in the
     file system, added up over the processes, by kind (open: creates
     included; stat, rename, unlink, mkdir, rmdir; write and read: the calls
@@ -836,10 +837,15 @@ def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int) ->
     other open for writing of a written file, a close's flush); each read
     that does not continue the previous one a random read's round trip,
     each other call its fixed cost (the 4 KiB call's, less its bytes); the
-    bytes at conc streams' share of the bandwidth; each fsync its latency."""
+    bytes at conc streams' share of the bandwidth; each fsync its latency.
+    made: the most files the opens can have made (an O_CREAT open of a
+    file that stands is an open: once a process's file, and once more
+    after each unlink), where the counts are a file's."""
     t = dict.fromkeys((*META_KINDS, "write", "read", "fsync"), 0.0)
     opens = _v(fs, "POSIX_OPENS", "STDIO_OPENS")
     creates = min(_v(fs, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE"), opens)
+    if made is not None:
+        creates = min(creates, made)
     writes, reads = _v(fs, "POSIX_WRITES", "STDIO_WRITES"), _v(fs, "POSIX_READS", "STDIO_READS")
     written = writes > 0 and "create_written" in sysfs.latency_s
     t["open"] = (creates * sysfs.call_seconds("create_written" if written else "create", conc)
@@ -958,7 +964,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
                 spent = io_seconds_by_kind(publish, sysfs, 1)
                 spent["stat"] += looked * factor * sysfs.call_seconds("stat", conc)
             else:
-                spent = io_seconds_by_kind(one, sysfs, conc)
+                # (the file is made at most once in each repetition of the job, and again after each unlink)
+                spent = io_seconds_by_kind(one, sysfs, conc, made=factor + one["POSIX_UNLINKS"])
                 # (the bytes that wait for a stripe's lock from another writer)
                 held = (shared_acb if mode == "acb" or (mode == "auto" and f.path in aggregated) else
                         shared).get(f.path, 0.0)
