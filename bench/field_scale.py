@@ -47,6 +47,7 @@ RATES = {"create": (1_100, 27_000), "unlink": (1_900, 144_000), "stat": (2_000, 
 # thirty times of write bandwidth differences are observed between the best
 # and worst methods" (no stripe shared; every stripe shared)
 SHARED_SLOWDOWN = 30.0
+RANKS_PER_NODE = 32   # assumed for the Chombo run (the report does not say): 72 nodes
 LUSTRE_SOURCES = {
     "create, unlink": "Dell whitepaper, Lustre 2.7, MDtest, 1 OST: creates 1,100 ops/s at 1 thread, 27,000 at "
                       "240; removes 1,900 and 144,000",
@@ -105,9 +106,10 @@ def run_profiled(name: str, argv: list[str], work: Path, env: dict) -> Path:
     return logs
 
 
-def predict(logs: Path, fs: Path, scale: int, env: dict) -> dict:
+def predict(logs: Path, fs: Path, scale: int, env: dict, nodes: int | None = None) -> dict:
     cp = subprocess.run([sys.executable, "-m", "sluice", "predict", "--json", "--no-replay", "--fs", str(fs),
-                         "--scale", str(scale), str(logs)], env=env, text=True, capture_output=True)
+                         "--scale", str(scale), *(["--nodes", str(nodes)] if nodes else []), str(logs)], env=env,
+                        text=True, capture_output=True)
     if cp.returncode != 0:
         raise SystemExit(f"field_scale: predict failed: {cp.stderr.strip()[-400:]}")
     return json.loads(cp.stdout)
@@ -204,7 +206,7 @@ def main() -> None:
                     shutil.which("mpirun") or "mpirun", "--oversubscribe", "-np", "4", b("amr-ckpt"), "--variant",
                     variant, "--file", str(work / f"ckpt-{variant}-{box}"), "--boxes", "200", "--box-bytes",
                     str(box)], work, env)
-                got[variant] = predict(logs, profiles[a.stripes], 2304, env)["modes"]
+                got[variant] = predict(logs, profiles[a.stripes], 2304, env, nodes=2304 // RANKS_PER_NODE)["modes"]
                 (work / f"ckpt-{variant}-{box}").unlink(missing_ok=True)
             indep, coll = got["indep"]["profile"], got["coll"]["profile"]
             acb, acb_indep = got["coll"]["acb"], got["indep"]["acb"]

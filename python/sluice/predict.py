@@ -583,13 +583,14 @@ def _pieces(runs: list[tuple[int, int]], *steps: int) -> int:
 
 def acb_flush(per_rank: Mapping[int, list[tuple[int, int]]], nodes: int, collective: bool = False,
               stripe: int = ACB_STRIPE, write: int = ACB_WRITE, buffer: int = ACB_BUFFER,
-              direct: int = ACB_DIRECT) -> tuple[int, int]:
+              direct: int = ACB_DIRECT, ranks: int | None = None) -> tuple[int, int]:
     """The writes and bytes acb's flush makes of the ranks' pending writes
     (src/acb/exchange.c): where every rank's own writes form runs of at
     least `direct` bytes on average (the file's direct unit) (and were made independently: a
     collective write's pieces are the MPI library's, not the rank's), each
     rank writes its runs, cut at multiples of `write`; otherwise the data
-    moves in rounds to min(nodes, ranks, stripes touched) aggregators, stripe
+    moves in rounds to min(nodes, ranks (default: the writers), stripes
+    touched) aggregators, stripe
     k to aggregator k mod A, each round a window of buffer / stripe stripes
     per aggregator, and each aggregator writes the runs it received, cut at
     stripe boundaries when there are several aggregators, at the window's
@@ -602,7 +603,7 @@ def acb_flush(per_rank: Mapping[int, list[tuple[int, int]]], nodes: int, collect
                 sum(b - a for rs in own.values() for a, b in rs))
     union = _runs([(a, b - a) for rs in own.values() for a, b in rs])
     lo, hi = union[0][0], union[-1][1]
-    naggs = max(1, min(nodes, len(per_rank), (hi - 1) // stripe - lo // stripe + 1))
+    naggs = max(1, min(nodes, ranks or len(per_rank), (hi - 1) // stripe - lo // stripe + 1))
     window = max(1, buffer // stripe) * naggs * stripe
     steps = (window, write) + ((stripe,) if naggs > 1 else ())
     return _pieces(union, *steps), sum(b - a for a, b in union)
@@ -665,7 +666,8 @@ def shared_stripe_bytes(per_pid: Mapping[int, list[tuple[int, int]]], unit: int)
     return float(shared)
 
 
-def contention(job: Job, files: list[FileTotals], unit: int, acb: bool = False) -> dict[str, float]:
+def contention(job: Job, files: list[FileTotals], unit: int, acb: bool = False, nodes: int = 1
+               ) -> dict[str, float]:
     """path -> the bytes written into stripes another process writes too,
     for the files several processes write (the trace's writes; none without
     it). acb: as acb's flush would write the files MPI-IO writes (its
@@ -681,7 +683,8 @@ def contention(job: Job, files: list[FileTotals], unit: int, acb: bool = False) 
         if acb:
             f = next(f for f in files if f.path == path)
             if _v(f.app, "MPIIO_COLL_WRITES") > 0 or not all(
-                    sum(b - a for a, b in _runs(e)) >= len(_runs(e)) * acb_direct_unit(f, 1) for e in per_pid.values()):
+                    sum(b - a for a, b in _runs(e)) >= len(_runs(e)) * acb_direct_unit(f, nodes)
+                    for e in per_pid.values()):
                 out[path] = 0.0   # (rounds: one aggregator a stripe)
                 continue
             per_pid = {pid: [(a, b - a) for a, b in _runs(e)] for pid, e in per_pid.items()}
@@ -689,7 +692,7 @@ def contention(job: Job, files: list[FileTotals], unit: int, acb: bool = False) 
     return out
 
 
-def acb_side(job: Job, files: list[FileTotals]) -> dict[str, tuple[float, float]]:
+def acb_side(job: Job, files: list[FileTotals], nodes: int | None = None) -> dict[str, tuple[float, float]]:
     """path -> the writes and bytes acb would make of each file MPI-IO
     writes, taken as flushed once, at its close. The ranks' pending writes
     are their writes of the file as the profile run's trace holds them (the
@@ -698,9 +701,12 @@ def acb_side(job: Job, files: list[FileTotals]) -> dict[str, tuple[float, float]
     union is the same bytes; a process with nothing traced wrote none of
     it); without a whole trace, the logged bytes in
     pieces of what the flush writes (a stripe on several nodes, else a
-    largest write)."""
-    hosts = {l.info.get("host", "") for l in job.logs if l.rank >= 0} or {""}
-    nodes = len(hosts)
+    largest write). nodes: the job's (default: the logged hosts); at
+    scale, the logged file's pieces are cut as that many aggregators cut
+    them, and the counts then grow with the job."""
+    if nodes is None:
+        nodes = len({l.info.get("host", "") for l in job.logs if l.rank >= 0} or {""})
+    ranks = sum(l.rank >= 0 for l in job.logs) or None   # (a collective run's writers are its aggregators)
     written = {f.path: f for f in files if mpiio_written(f.app)}
     extents, whole, mpi_lengths = traced_writes(job, set(written))
     out: dict[str, tuple[float, float]] = {}
@@ -722,7 +728,7 @@ def acb_side(job: Job, files: list[FileTotals]) -> dict[str, tuple[float, float]
                         w, b = w + 1, b + n
                     else:
                         pending.setdefault(pid, []).append((off, n))
-            fw, fb = acb_flush(pending, nodes, collective, direct=unit)
+            fw, fb = acb_flush(pending, nodes, collective, direct=unit, ranks=ranks)
             w, b = w + fw, b + fb
         else:
             b = _v(f.fs, "POSIX_BYTES_WRITTEN")
@@ -879,7 +885,8 @@ def metadata_ops(fs: Mapping[str, float]) -> float:
 
 
 def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None = None,
-            unit: int = UNIT, readahead: int = READAHEAD, replay: bool = True) -> dict[str, Any]:
+            unit: int = UNIT, readahead: int = READAHEAD, replay: bool = True,
+            nodes: int | None = None) -> dict[str, Any]:
     """The prediction document: {"file_system", "job", "modes": {MODE: {"fs", "io_time_s", "metadata_ops"}}}."""
     modes_logged = {l.info.get("mode", "profile") for l in job.logs}
     if modes_logged - {"profile", ""}:
@@ -910,7 +917,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     files = [f for f in job.files if not f.path.startswith("<")]
     helpers = mpiio_helpers(files)
     engine = engine_handles(job, files)
-    aggregated = acb_side(job, files)
+    aggregated = acb_side(job, files, nodes)
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
@@ -946,7 +953,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     wall = job_wall_s(job)
     slow = sysfs.shared_slowdown > 1
     shared = contention(job, files, sysfs.shared_unit) if slow else {}
-    shared_acb = contention(job, files, sysfs.shared_unit, acb=True) if slow else {}
+    shared_acb = contention(job, files, sysfs.shared_unit, acb=True, nodes=nodes or 1) if slow else {}
     for mode in MODES:
         total = {k: 0.0 for k in PREDICTED}
         kinds: dict[str, float] = {}
@@ -978,6 +985,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
                               "metadata_ops_per_s": meta / wall if wall > 0 else 0.0,
                               "metadata_server_load": sysfs.server_load(total, wall, conc)}
     out["job"]["wall_s"] = wall
+    out["job"]["nodes"] = nodes or len({l.info.get("host", "") for l in job.logs})
     return out
 
 

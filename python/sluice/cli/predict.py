@@ -18,19 +18,22 @@ def _n(x: float) -> str:
               help="The file system's profile (sluice bench calibrate); without it, built-in figures for its type.")
 @click.option("--scale", type=click.IntRange(1), help="Predict for this many processes, each repeating the "
               "logged pattern (weak scaling).")
+@click.option("--nodes", type=click.IntRange(1), help="The nodes the (scaled) job runs on: acb's aggregators, "
+              "one a node, and its rules for ranks on several hosts (default: the logged hosts).")
 @click.option("--job", "job_id", help="The job to read when the inputs hold several.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: file_system, job, modes.")
 @click.option("--no-replay", is_flag=True, help="Buffer mode from the counters alone, even where the logs hold a "
               "trace (the replay runs the traced calls through buffer mode on scratch files in /dev/shm).")
-def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None, job_id: str | None,
-            as_json: bool, no_replay: bool) -> None:
+def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None, nodes: int | None,
+            job_id: str | None, as_json: bool, no_replay: bool) -> None:
     """Predict, from a profile-mode run's logs, the calls and bytes each mode
     would send to the file system and the I/O time they would take there
     (docs/predict.md)."""
     from sluice import predict as pr
     from sluice.report.model import load_job
 
-    doc = pr.predict(load_job(list(inputs), job_id), pr.load(fs_profile), scale, replay=not no_replay)
+    doc = pr.predict(load_job(list(inputs), job_id), pr.load(fs_profile), scale, replay=not no_replay,
+                     nodes=nodes)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
         return
