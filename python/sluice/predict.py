@@ -37,6 +37,7 @@ file system at the job's concurrency. The modes:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -886,7 +887,7 @@ def metadata_ops(fs: Mapping[str, float]) -> float:
 
 def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None = None,
             unit: int = UNIT, readahead: int = READAHEAD, replay: bool = True,
-            nodes: int | None = None) -> dict[str, Any]:
+            nodes: int | None = None, every_file: bool = False) -> dict[str, Any]:
     """The prediction document: {"file_system", "job", "modes": {MODE: {"fs", "io_time_s", "metadata_ops"}}}."""
     modes_logged = {l.info.get("mode", "profile") for l in job.logs}
     if modes_logged - {"profile", ""}:
@@ -954,6 +955,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     slow = sysfs.shared_slowdown > 1
     shared = contention(job, files, sysfs.shared_unit) if slow else {}
     shared_acb = contention(job, files, sysfs.shared_unit, acb=True, nodes=nodes or 1) if slow else {}
+    per_file: dict[str, dict[str, float]] = {}
     for mode in MODES:
         total = {k: 0.0 for k in PREDICTED}
         kinds: dict[str, float] = {}
@@ -979,14 +981,72 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
                 spent["write"] += held * factor * sysfs.byte_seconds(True, conc) * (sysfs.shared_slowdown - 1)
             for k, x in spent.items():
                 kinds[k] = kinds.get(k, 0.0) + x
+            per_file.setdefault(f.path, {})[mode] = sum(spent.values())
         meta = metadata_ops(total)
         out["modes"][mode] = {"modelled": True, "fs": total, "metadata_ops": meta,
                               "io_time_s": sum(kinds.values()) / procs, "io_time_by_kind_s": kinds,
                               "metadata_ops_per_s": meta / wall if wall > 0 else 0.0,
                               "metadata_server_load": sysfs.server_load(total, wall, conc)}
+    out["choice"] = model_choice(per_file, procs)
+    if not every_file:   # (plan() reads every file's; the document lists the top ones)
+        out["choice"].pop("all_files")
     out["job"]["wall_s"] = wall
     out["job"]["nodes"] = nodes or len({l.info.get("host", "") for l in job.logs})
     return out
+
+
+# the order a tie is broken in: the mode that changes least first
+LEAST_CHANGE = ("profile", "buffer", "acb", "auto", "stage")
+
+
+def model_choice(per_file: Mapping[str, Mapping[str, float]], procs: int, top: int = 20) -> dict[str, Any]:
+    """Each file's cheapest mode by the model (where two cost the same, the
+    one that changes less), and the job's I/O time if each file ran in
+    its own: what `--mode auto` would gain by deciding by the model rather
+    than by its rules. The `top` files that cost most under profile are
+    listed with their seconds under each mode."""
+    by_mode: dict[str, int] = {}
+    best_s = 0.0
+    rows = []
+    for path, secs in per_file.items():
+        best = min(secs, key=lambda m: (round(secs[m], 12), LEAST_CHANGE.index(m)))
+        by_mode[best] = by_mode.get(best, 0) + 1
+        best_s += secs[best]
+        rows.append({"path": path, "mode": best, "seconds": dict(secs)})
+    rows.sort(key=lambda r: -r["seconds"].get("profile", 0.0))
+    return {"io_time_s": best_s / max(1, procs), "files_by_mode": by_mode, "files": rows[:top], "all_files": rows}
+
+
+PLAN_RULES = 32      # the library's most per-path rules (src/core/policy.c, POLICY_MAX_PREFIXES)
+PLAN_GAIN = 0.05     # a file gets a rule of its own where its cheapest mode saves this much of auto's time
+
+
+def plan(doc: Mapping[str, Any], rules: int = PLAN_RULES, gain: float = PLAN_GAIN) -> tuple[str, int]:
+    """A `sluice run --config` file that runs the job under auto with each
+    file whose cheapest mode by the model saves more than `gain` of what
+    auto's rules would cost it put in that mode (a [policy] rule of its
+    own path), the largest savings first, at most `rules` of them.
+    Returns the TOML text and how many files were left out for want of
+    rules."""
+    c = doc["choice"]
+    wins = []
+    for r in c.get("all_files", c["files"]):
+        secs, best = r["seconds"], r["mode"]
+        saved = secs.get("auto", 0.0) - secs[best]
+        if best != "auto" and saved > gain * secs.get("auto", 0.0) and saved > 0:
+            wins.append((saved, r["path"], best))
+    wins.sort(reverse=True)
+    kept, left = wins[:rules], max(0, len(wins) - rules)
+    lines = ["# sluice predict --plan: auto, and each file below in its cheapest mode by the model",
+             f"# (docs/predict.md) on {doc['file_system']['name']}",
+             f"# predicted I/O time a process: auto's rules {doc['modes']['auto']['io_time_s']:.4g} s, "
+             f"each file in its cheapest mode {c['io_time_s']:.4g} s"]
+    if left:
+        lines.append(f"# {left} more file(s) would gain too: the library takes at most {rules} rules")
+    lines += ['mode = "auto"', "", "[policy]"]
+    for saved, path, mode in kept:
+        lines.append(f'{json.dumps(path)} = "{mode}"   # saves {saved:.3g} s')
+    return "\n".join(lines) + "\n", left
 
 
 def job_wall_s(job: Job) -> float:

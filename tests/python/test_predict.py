@@ -214,3 +214,36 @@ def test_the_field_reports_scale_check_keeps_their_direction(tmp_path):
     big = d["chombo"]["2.3 MB boxes"]
     assert big["acb_over_independent"] > 1.5
     assert big["writes"]["independent"] == 2304 * 50
+
+
+def test_a_plan_puts_each_file_in_its_cheapest_mode_and_run_follows_it(tmp_path):
+    """randread writes a 16 MiB file in large writes, then reads it back at
+    2,000 random offsets: auto's rules send large writes straight through,
+    so the reads go to the file system; on the testbed's calibrated
+    profile the model finds stage cheaper (the reads from the node's
+    tier). `sluice predict --plan` writes that rule, and a run with the
+    plan reads nothing from the file system, where auto alone reads 2,000
+    times. smallio, which auto's rules already put in its cheapest mode,
+    gets no rule."""
+    work = tmp_path / "w"
+    work.mkdir()
+    fs = REPO / "bench" / "results" / "calibrate-testbed-delay0us-6fd4874.json"
+    rand = work / "rand"
+    prog = [str(NATIVE / "sluice-bench-randread"), "--file", str(rand), "--size", "16M", "--reads", "2000"]
+    sluice("run", "-q", "--mode", "profile", "--log-dir", str(tmp_path / "profile"), "--path", str(work), "--", *prog)
+    plan = tmp_path / "plan.toml"
+    text = sluice("predict", "--fs", str(fs), "--plan", str(plan), str(tmp_path / "profile")).stdout
+    assert "each file in its cheapest mode by the model (1 stage)" in text
+    assert f'"{rand}" = "stage"' in plan.read_text() and 'mode = "auto"' in plan.read_text()
+    reads = {}
+    for name, how in (("plan", ["--config", str(plan)]), ("auto", ["--mode", "auto"])):
+        rand.unlink()
+        sluice("run", "-q", *how, "--log-dir", str(tmp_path / name), "--path", str(work), "--", *prog)
+        f = next(f for f in report_json(tmp_path / name)["files"] if f["path"] == str(rand))
+        reads[name] = f["fs"].get("POSIX_READS") or 0
+    assert reads == {"plan": 0, "auto": 2000}
+    small = tmp_path / "small"
+    sluice("run", "-q", "--mode", "profile", "--log-dir", str(small), "--path", str(work), "--",
+           str(NATIVE / "sluice-bench-smallio"), "--file", str(work / "s"), "--size", "4M")
+    sluice("predict", "--fs", str(fs), "--plan", str(tmp_path / "none.toml"), str(small))
+    assert (tmp_path / "none.toml").read_text().rstrip().endswith("[policy]")

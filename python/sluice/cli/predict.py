@@ -20,12 +20,15 @@ def _n(x: float) -> str:
               "logged pattern (weak scaling).")
 @click.option("--nodes", type=click.IntRange(1), help="The nodes the (scaled) job runs on: acb's aggregators, "
               "one a node, and its rules for ranks on several hosts (default: the logged hosts).")
+@click.option("--plan", "plan_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a `sluice run --config` file: auto, with each file the model finds cheaper in another "
+              "mode put in that mode.")
 @click.option("--job", "job_id", help="The job to read when the inputs hold several.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: file_system, job, modes.")
 @click.option("--no-replay", is_flag=True, help="Buffer mode from the counters alone, even where the logs hold a "
               "trace (the replay runs the traced calls through buffer mode on scratch files in /dev/shm).")
 def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None, nodes: int | None,
-            job_id: str | None, as_json: bool, no_replay: bool) -> None:
+            plan_out: Path | None, job_id: str | None, as_json: bool, no_replay: bool) -> None:
     """Predict, from a profile-mode run's logs, the calls and bytes each mode
     would send to the file system and the I/O time they would take there
     (docs/predict.md)."""
@@ -33,7 +36,14 @@ def command(inputs: tuple[Path, ...], fs_profile: Path | None, scale: int | None
     from sluice.report.model import load_job
 
     doc = pr.predict(load_job(list(inputs), job_id), pr.load(fs_profile), scale, replay=not no_replay,
-                     nodes=nodes)
+                     nodes=nodes, every_file=plan_out is not None)
+    if plan_out is not None:
+        text, left = pr.plan(doc)
+        try:
+            plan_out.write_text(text)
+        except OSError as e:
+            raise click.ClickException(f"cannot write the plan {plan_out}: {e.strerror}") from None
+    doc["choice"].pop("all_files", None)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
         return
@@ -65,4 +75,9 @@ def render(doc: dict) -> str:
     for r in rows:
         lines.append("  ".join(c.ljust(w) if i == 0 or not c or c.startswith("(") else c.rjust(w)
                                for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    c = doc.get("choice")
+    if c and c["files_by_mode"]:
+        picks = ", ".join(f"{n} {m}" for m, n in sorted(c["files_by_mode"].items(), key=lambda x: -x[1]))
+        lines.append(f"each file in its cheapest mode by the model ({picks}): {c['io_time_s']:.3g} s "
+                     f"(auto's rules: {doc['modes']['auto']['io_time_s']:.3g} s)")
     return "\n".join(lines) + "\n"
