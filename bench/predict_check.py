@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,8 +138,14 @@ def main() -> None:
     ap.add_argument("--trace", type=int, default=1 << 20,
                     help="the profile run's per-call trace (sluice run --trace N): predict replays it through "
                          "buffer mode; 0: the counters' model alone")
+    ap.add_argument("--plan", action="store_true",
+                    help="also run each workload under the plan `sluice predict --fs --plan` made from the profile "
+                         "run (auto, each file in its cheapest mode by the model); every mode's wall time, "
+                         "sluice run's own (publish included), and auto's and the plan's over the best mode's")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if a.plan and not a.fs:
+        raise SystemExit("predict_check: --plan needs --fs (the model chooses on a calibrated profile)")
     native = Path(os.environ.get("SLUICE_NATIVE_DIR") or ROOT / "build" / "dev" / "native").resolve()
     tests_bin = Path(os.environ.get("SLUICE_TEST_BIN") or native.parent / "tests" / "bin").resolve()
     env = dict(os.environ, SLUICE_NATIVE_DIR=str(native),
@@ -156,33 +163,58 @@ def main() -> None:
                 continue
             measured, predicted = {}, None
             times: dict[str, list[float]] = {}
+            walls: dict[str, list[float]] = {}
+            plan = work_root / f"{name}.plan.toml"
+            runs = ["profile", *a.modes.split(",")] + (["plan"] if a.plan else [])
             for r in range(a.rounds):   # (the modes side by side in each round: the machine's moods hit all)
-                for mode in ["profile", *a.modes.split(",")]:
+                for mode in runs:
                     work = work_root / f"{name}.{mode}.{r}"
                     work.mkdir()
                     logs = work_root / f"{name}.{mode}.{r}.logs"
                     steps = workloads(native, tests_bin, work, work_root)[name]
                     assert not isinstance(steps, str)
+                    how = ["--mode", mode]
+                    if mode == "plan":   # (the plan names the profile run's paths: this run's, here)
+                        mine = work_root / f"{name}.plan.{r}.toml"
+                        mine.write_text(plan.read_text().replace(f"{name}.profile.0", f"{name}.plan.{r}"))
+                        how = ["--config", str(mine)]
+                    wall = 0.0
                     for st in steps:
                         trace = ["--trace", str(a.trace)] if mode == "profile" and a.trace and r == 0 else []
-                        argv = st.argv if st.plain else [sys.executable, "-m", "sluice", "run", "-q", "--mode",
-                                                         mode, *trace, "--log-dir", str(logs), "--path", str(work),
+                        argv = st.argv if st.plain else [sys.executable, "-m", "sluice", "run", "-q", *how,
+                                                         *trace, "--log-dir", str(logs), "--path", str(work),
                                                          "--", *st.argv]
+                        t0 = time.monotonic()
                         cp = subprocess.run(argv, env=env, cwd=st.cwd, text=True, capture_output=True)
+                        if not st.plain:
+                            wall += time.monotonic() - t0   # (sluice run returns when all is published)
                         if cp.returncode != 0:
                             raise SystemExit(f"predict_check: {name} under {mode} failed: "
                                              f"{cp.stderr.strip()[-400:]}")
                     got = totals(logs, work, env)
                     times.setdefault(mode, []).append(got["io_time_s"])
+                    walls.setdefault(mode, []).append(wall)
                     if r == 0:
                         measured[mode] = got
                     if mode == "profile" and r == 0:
-                        cp = sluice("predict", "--json", *(["--fs", str(a.fs)] if a.fs else []), str(logs), env=env)
+                        cp = sluice("predict", "--json", *(["--fs", str(a.fs)] if a.fs else []),
+                                    *(["--plan", str(plan)] if a.plan else []), str(logs), env=env)
                         if cp.returncode != 0:
                             raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
                         doc = json.loads(cp.stdout)
                         predicted, procs = doc["modes"], max(1, doc["job"]["processes"])
                     shutil.rmtree(work, ignore_errors=True)
+            wall_med = {m: statistics.median(w) for m, w in walls.items()}
+            best = min((m for m in wall_med if m not in ("plan",)), key=lambda m: wall_med[m])
+            rows.append({"workload": name, "counter": "wall_s", "mode": "all", "ok": True, "walls": walls,
+                         "best_mode": best, "auto_over_best": wall_med.get("auto", 0) / wall_med[best],
+                         "plan_over_best": wall_med["plan"] / wall_med[best] if "plan" in wall_med else None,
+                         "plan": plan.read_text() if a.plan else None})
+            print(f"{name:16s} wall, s (median of {a.rounds}): " + ", ".join(f"{m} {w:.3f}" for m, w in
+                                                                           wall_med.items())
+                  + f"; best {best}" + (f"; auto/best {wall_med['auto'] / wall_med[best]:.2f}" if "auto" in wall_med
+                                        else "")
+                  + (f"; plan/best {wall_med['plan'] / wall_med[best]:.2f}" if "plan" in wall_med else ""))
             for mode in ["profile", *a.modes.split(",")]:
                 p = predicted[mode]["fs"]
                 for k in COUNTERS:
@@ -211,7 +243,7 @@ def main() -> None:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps({"command": " ".join(sys.argv), "tolerance": a.tolerance, "rows": rows},
                                      indent=1) + "\n")
-    counts = [r for r in rows if r["counter"] != "io_time_s"]
+    counts = [r for r in rows if r["counter"] not in ("io_time_s", "wall_s")]
     times = [r for r in rows if r["counter"] == "io_time_s"]
     print(f"{sum(r['ok'] for r in counts)} of {len(counts)} counts within {a.tolerance * 100:.0f} %"
           + (f", {sum(r['ok'] for r in times)} of {len(times)} I/O times within {a.time_tolerance * 100:.0f} %"
