@@ -95,7 +95,7 @@ def test_acb_writes_are_predicted_from_the_ranks_traced_writes(tmp_path):
                         timeout=600)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
     rows = {(r["workload"], r["mode"], r["counter"]): (r["predicted"], r["measured"])
-            for r in json.loads(out.read_text())["rows"]}
+            for r in json.loads(out.read_text())["rows"] if r["counter"] != "wall_s"}
     assert rows["amr-indep", "profile", "POSIX_WRITES"] == (320, 320)
     assert rows["amr-indep", "acb", "POSIX_WRITES"] == (50, 50)
     assert rows["amr-coll", "acb", "POSIX_WRITES"] == (1, 1)
