@@ -614,6 +614,11 @@ def mpiio_written(app: Mapping[str, float]) -> bool:
     return _v(app, "MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES") > 0
 
 
+def logged_nodes(job: Job) -> int:
+    """The hosts the job's MPI ranks ran on (1 without ranks)."""
+    return len({l.info.get("host", "") for l in job.logs if l.rank >= 0}) or 1
+
+
 def acb_direct_unit(f: FileTotals, nodes: int, stripe: int = ACB_STRIPE) -> int:
     """The write size from which acb lets a write through as it is
     (src/mpi/mpiio.c, block_unit and shared_unit): the file's block (its
@@ -706,7 +711,7 @@ def acb_side(job: Job, files: list[FileTotals], nodes: int | None = None) -> dic
     scale, the logged file's pieces are cut as that many aggregators cut
     them, and the counts then grow with the job."""
     if nodes is None:
-        nodes = len({l.info.get("host", "") for l in job.logs if l.rank >= 0} or {""})
+        nodes = logged_nodes(job)
     ranks = sum(l.rank >= 0 for l in job.logs) or None   # (a collective run's writers are its aggregators)
     written = {f.path: f for f in files if mpiio_written(f.app)}
     extents, whole, mpi_lengths = traced_writes(job, set(written))
@@ -876,11 +881,6 @@ def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int,
     return t
 
 
-def io_seconds(fs: Mapping[str, float], sysfs: FileSystem, conc: int) -> float:
-    """io_seconds_by_kind, added up."""
-    return sum(io_seconds_by_kind(fs, sysfs, conc).values())
-
-
 def metadata_ops(fs: Mapping[str, float]) -> float:
     return sum(_v(fs, *c) for c in META_KINDS.values())
 
@@ -918,6 +918,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     files = [f for f in job.files if not f.path.startswith("<")]
     helpers = mpiio_helpers(files)
     engine = engine_handles(job, files)
+    nodes = nodes or logged_nodes(job)
     aggregated = acb_side(job, files, nodes)
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
@@ -954,7 +955,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     wall = job_wall_s(job)
     slow = sysfs.shared_slowdown > 1
     shared = contention(job, files, sysfs.shared_unit) if slow else {}
-    shared_acb = contention(job, files, sysfs.shared_unit, acb=True, nodes=nodes or 1) if slow else {}
+    shared_acb = contention(job, files, sysfs.shared_unit, acb=True, nodes=nodes) if slow else {}
     per_file: dict[str, dict[str, float]] = {}
     for mode in MODES:
         total = {k: 0.0 for k in PREDICTED}
@@ -991,7 +992,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     if not every_file:   # (plan() reads every file's; the document lists the top ones)
         out["choice"].pop("all_files")
     out["job"]["wall_s"] = wall
-    out["job"]["nodes"] = nodes or len({l.info.get("host", "") for l in job.logs})
+    out["job"]["nodes"] = nodes
     return out
 
 
