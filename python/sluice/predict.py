@@ -386,6 +386,7 @@ def concurrency(job: Job, per_proc: Mapping[str, Mapping[int, Any]]) -> int:
 
 
 STAGE_DELAY_NS = 1_000_000_000   # --stage-delay: a closed file not reopened this long is published
+STAGE_DRAINERS = 4               # --stage-drainers: files the job's drainer publishes at once
 
 
 def traced_events(job: Job) -> dict[str, list[tuple[int, int, int, int, int]]]:
@@ -960,6 +961,13 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     for mode in MODES:
         total = {k: 0.0 for k in PREDICTED}
         kinds: dict[str, float] = {}
+        # The files still on the tier when the job ends are published then,
+        # STAGE_DRAINERS at once: each call waits as long as the file
+        # system takes for that many (a file published while the job ran,
+        # its delay after its close, goes on its own)
+        at_end = sum(1 for f in files if published(mode, f, local) and f.path not in helpers
+                     and f.path not in later and _v(f.app, "POSIX_UNLINKS") == 0)
+        end_conc = max(1, min(STAGE_DRAINERS, round(at_end * factor)))
         for f in files:
             looked = lookups.get(f.path, 0.0)
             one = {k: x * factor for k, x in
@@ -969,9 +977,9 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local) and f.path not in helpers:
-                # the publish is the job drainer's, one process; the look-ups the program's
+                # the publish is the job drainer's; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
-                spent = io_seconds_by_kind(publish, sysfs, 1)
+                spent = io_seconds_by_kind(publish, sysfs, 1 if f.path in later else end_conc)
                 spent["stat"] += looked * factor * sysfs.call_seconds("stat", conc)
             else:
                 # (the file is made at most once in each repetition of the job, and again after each unlink)

@@ -871,6 +871,28 @@ def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_pat
     assert doc["settings"]["caches_dropped"] is False
 
 
+def test_calibrate_begins_no_round_that_would_end_past_its_budget(tmp_path: Path, monkeypatch) -> None:
+    """Five rounds at most, three at least: after the third, a round is
+    begun only if, at the pace so far, it ends within the budget (a file
+    system with a slow round trip gets fewer rounds, not a longer wait)."""
+    import time
+
+    from sluice.bench import calibrate as cal
+
+    said = []
+    monkeypatch.setattr(cal.Calibration, "round", lambda self, k: (time.sleep(0.05), {"round": k})[1])
+    c = cal.Calibration(tmp_path, rounds=5, files=10, size=1 << 20, procs=[1], nodes=0,
+                        caches=cal.CacheDropper(enabled=False), progress=said.append)
+    assert [r["round"] for r in c.run(budget_s=0.17)] == [0, 1, 2]
+    assert "3 rounds" in said[-1] and "budget" in said[-1]
+    c = cal.Calibration(tmp_path, rounds=5, files=10, size=1 << 20, procs=[1], nodes=0,
+                        caches=cal.CacheDropper(enabled=False), progress=said.append)
+    assert len(c.run(budget_s=10)) == 5
+    c = cal.Calibration(tmp_path, rounds=2, files=10, size=1 << 20, procs=[1], nodes=0,
+                        caches=cal.CacheDropper(enabled=False), progress=said.append)
+    assert len(c.run(budget_s=0.01, least=2)) == 2   # (--rounds below three: all of them)
+
+
 def test_calibrate_refuses_a_target_it_cannot_use(tmp_path: Path) -> None:
     from conftest import sluice
     from sluice.bench.calibrate import read_profile

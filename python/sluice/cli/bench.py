@@ -87,7 +87,10 @@ def _size(value: str) -> int:
               help="A directory on the file system to measure (a folder of its own is made inside it and removed).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The profile to write (JSON, docs/calibrate.md).")
-@click.option("--rounds", type=click.IntRange(1), default=3, show_default=True, help="Rounds; figures are their medians.")
+@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True,
+              help="Rounds at most; figures are their medians.")
+@click.option("--budget", type=click.FloatRange(0, min_open=True), default=170.0, show_default=True,
+              help="Seconds: after 3 rounds, no round is begun that would end later than this at the pace so far.")
 @click.option("--files", type=click.IntRange(10), default=500, show_default=True,
               help="Files (and directories) per process in each metadata measurement.")
 @click.option("--size", "size_text", default="256M", show_default=True,
@@ -97,8 +100,8 @@ def _size(value: str) -> int:
               help="Also from 1..N of the testbed's simulated nodes at once (sluice testbed up --nodes N).")
 @click.option("--drop-caches/--no-drop-caches", default=True, show_default=True,
               help="Drop the page cache before cold reads and stats (needs root).")
-def calibrate_command(target: Path, output: Path, rounds: int, files: int, size_text: str, procs: str, nodes: int,
-                      drop_caches: bool) -> None:
+def calibrate_command(target: Path, output: Path, rounds: int, budget: float, files: int, size_text: str,
+                      procs: str, nodes: int, drop_caches: bool) -> None:
     """Measure what the file system at --target charges: latencies and rates of
     create, stat, open, rename, unlink, mkdir, rmdir from 1, 2, 4 processes (and
     nodes), large and small write and read, fsync, a shared stripe. Writes the
@@ -117,8 +120,8 @@ def calibrate_command(target: Path, output: Path, rounds: int, files: int, size_
     if not plist or plist[0] < 1 or plist[-1] > 64:
         raise click.BadParameter("between 1 and 64 processes", param_hint="--procs")
     err = Console(stderr=True)
-    doc = cal.calibrate(target, rounds=rounds, files=files, size=_size(size_text), procs=plist, nodes=nodes,
-                        drop_caches=drop_caches, progress=lambda m: err.print(f"[dim]{m}[/dim]", highlight=False),
+    doc = cal.calibrate(target, rounds=rounds, budget_s=budget, files=files, size=_size(size_text), procs=plist,
+                        nodes=nodes, drop_caches=drop_caches, progress=lambda m: err.print(f"[dim]{m}[/dim]", highlight=False),
                         argv=["sluice", *sys.argv[1:]])
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
