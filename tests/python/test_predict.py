@@ -272,3 +272,30 @@ def test_files_left_staged_at_the_end_are_priced_as_published_together(tmp_path)
         opens[files] = doc["modes"]["stage"]["io_time_by_kind_s"]["open"]
     assert opens[1] == pytest.approx(1 / 1000.0)
     assert opens[8] == pytest.approx(8 * 4 / 2000.0)
+
+
+def test_reads_of_pages_read_before_are_priced_as_the_clients_cache_answers_them():
+    """A read that finds every page it reads read before (by any process of
+    the node, since the page was last written there) costs no round trip:
+    from the trace where it holds the reads, else from the counters (reads
+    that jump spread over the pages read, and bytes read beyond the file)."""
+    from sluice.predict import PAGE, cached_read_share, distinct_pages
+    from sluice.report.model import FileTotals
+
+    f = FileTotals(path="/x")
+    ev = [(0, 1, 0, 8 * PAGE, 1),            # 8 pages written
+          (2, 0, 0, PAGE, 3), (4, 0, 0, PAGE, 5),   # page 0 read, then again: a hit
+          (6, 0, PAGE, 2 * PAGE, 7),          # pages 1-2: new
+          (8, 0, PAGE + 10, 100, 9),          # inside page 1: a hit
+          (10, 1, PAGE, 1, 11),               # page 1 written again
+          (12, 0, PAGE, 10, 13)]              # page 1 again: not a hit
+    assert cached_read_share(f, ev) == pytest.approx(2 / 5)
+    # counters alone: 2,000 reads that jump over a file of 4,096 pages find
+    # 1,582 of them; a file read whole twice, half its bytes
+    jumpy = FileTotals(path="/y", fs={"POSIX_READS": 2000, "POSIX_CONSEC_READS": 0,
+                                      "POSIX_MAX_BYTE_READ": 4096 * PAGE - 1, "POSIX_BYTES_READ": 2000 * PAGE})
+    assert cached_read_share(jumpy, []) == pytest.approx((2000 - distinct_pages(4096, 2000)) / 2000)
+    assert distinct_pages(4096, 2000) == pytest.approx(1582.5, abs=0.1)
+    twice = FileTotals(path="/z", fs={"POSIX_READS": 32, "POSIX_CONSEC_READS": 30,
+                                      "POSIX_MAX_BYTE_READ": 16 * PAGE - 1, "POSIX_BYTES_READ": 32 * PAGE})
+    assert cached_read_share(twice, []) == pytest.approx(0.5)
