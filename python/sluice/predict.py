@@ -250,6 +250,30 @@ class FileSystem:
     # over pieces of shared_unit bytes)
     shared_slowdown: float = 1.0
     shared_unit: int = 1 << 20
+    # request size -> one write call's seconds, no fsync (calibrate's
+    # write_call_s): a 64 KiB call costs more than its bytes at the large
+    # stream's bandwidth (testbed: 4 KiB 94 us, 64 KiB several hundred)
+    write_call_s: dict[int, float] = field(default_factory=dict)
+
+    def write_fixed_s(self, size: float) -> float:
+        """What one write of size bytes costs beyond its bytes at one
+        stream's bandwidth: interpolated between the calibrated request
+        sizes on a log scale; without them, the 4 KiB call's."""
+        per_byte = self.byte_seconds(True, 1)
+        if not self.write_call_s:
+            return max(0.0, self.small_write_s - SMALL * per_byte)
+        pts = sorted(self.write_call_s.items())
+        size = max(float(size), 1.0)
+        if size <= pts[0][0]:
+            t = pts[0][1]
+        elif size >= pts[-1][0]:
+            return max(0.0, pts[-1][1] - pts[-1][0] * per_byte)
+        else:
+            for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+                if s0 <= size <= s1:
+                    t = t0 + (t1 - t0) * math.log(size / s0) / math.log(s1 / s0)
+                    break
+        return max(0.0, t - size * per_byte)
 
     @property
     def flush_s(self) -> float:
@@ -347,7 +371,8 @@ def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSy
                           write_by_procs={int(p): r["median"] for p, r in d["write_MBps"].items()},
                           read_by_procs={int(p): r["median"] for p, r in d["read_MBps"].items()},
                           shared_slowdown=max(1.0, d.get("shared_stripe", {}).get("slowdown", {}).get("median", 1.0)),
-                          shared_unit=int(d.get("shared_stripe", {}).get("piece") or 1 << 20))
+                          shared_unit=int(d.get("shared_stripe", {}).get("piece") or 1 << 20),
+                          write_call_s={int(q): r["median"] for q, r in (d.get("write_call_s") or {}).items()})
     kind = "local" if fstype in LOCAL_TYPES else "parallel"
     b = BUILTIN[kind]
     return FileSystem(name=f"built-in figures for a {kind} file system ({fstype or 'type unknown'}; "
@@ -933,7 +958,7 @@ def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int,
             t[kind] = _v(fs, *counters) * sysfs.call_seconds(kind, conc)
     wbytes, rbytes = _v(fs, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"), _v(fs, "POSIX_BYTES_READ",
                                                                              "STDIO_BYTES_READ")
-    wcall = max(0.0, sysfs.small_write_s - SMALL * sysfs.byte_seconds(True, 1))
+    wcall = sysfs.write_fixed_s(wbytes / writes if writes > 0 else SMALL)
     rcall = max(0.0, sysfs.small_read_s - SMALL * sysfs.byte_seconds(False, 1))
     jumps = max(0.0, _v(fs, "POSIX_READS") - _v(fs, "POSIX_CONSEC_READS"))
     # (a created file's writes are in its create's figure when it is small)

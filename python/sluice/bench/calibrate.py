@@ -42,6 +42,7 @@ RANDOM_READER = "sluice-bench-randread"
 # counter names' kinds (POSIX_OPENS, POSIX_STATS, ...)
 META_PHASES = {"create": "create", "stat": "stat", "open": "openclose", "rename": "rename", "unlink": "unlink",
                "mkdir": "mkdir", "rmdir": "rmdir"}
+WRITE_SIZES = (4096, 64 << 10, 1 << 20)   # request sizes a write call is timed at (no fsync)
 SMALL = 4096          # bytes of a small write or read (the per-call cost)
 SHARED_PIECE = 64 << 10
 # Five rounds give figures that agree within 20 % between runs on a quiet
@@ -148,9 +149,17 @@ class Calibration:
         self.caches.drop()
         rr = self.one([str(native(RANDOM_READER, "bin")), "--file", str(f), "--phase", "run", "--reads",
                        str(min(2000, n)), "--read-size", str(SMALL)])
+        out = {"small_write_s": w["seconds"] / w["ops"], "small_read_s": r["seconds"] / max(r["ops"], 1),
+               "random_read_s": rr["read_seconds"] / max(rr["read_ops"], 1)}
+        # the same bytes in larger requests: what a call costs by its size
+        # (a stdio stream's 64 KiB, a library's 1 MiB), between the 4 KiB
+        # call and the 4 MiB stream
+        for req in WRITE_SIZES[1:]:
+            w = self.one([self.prog, "write", "--file", str(f), "--size", str(n * SMALL), "--request-size",
+                          str(req), "--no-fsync"])
+            out[f"write_call_s_{req}"] = w["seconds"] / max(w["ops"], 1)
         f.unlink(missing_ok=True)
-        return {"small_write_s": w["seconds"] / w["ops"], "small_read_s": r["seconds"] / max(r["ops"], 1),
-                "random_read_s": rr["read_seconds"] / max(rr["read_ops"], 1)}
+        return out
 
     def fsync(self) -> dict[str, float]:
         f = self.work / "fsync"
@@ -251,6 +260,8 @@ def summarize(raw: list[dict[str, Any]], procs: list[int], nodes: int) -> dict[s
         "write_MBps": {str(p): fig(lambda r, p=p: r["procs"][str(p)]["write_MBps"]) for p in procs},
         "read_MBps": {str(p): fig(lambda r, p=p: r["procs"][str(p)]["read_MBps"]) for p in procs},
         "small_write_s": fig(lambda r: r["small_write_s"]),
+        "write_call_s": {str(q): fig(lambda r, q=q: r["small_write_s"] if q == SMALL else r[f"write_call_s_{q}"])
+                         for q in WRITE_SIZES},
         "small_read_s": fig(lambda r: r["small_read_s"]),
         "random_read_s": fig(lambda r: r["random_read_s"]),
         "fsync_s": fig(lambda r: r["fsync_s"]),
