@@ -10,6 +10,8 @@ off by more than --tolerance (10 % by default).
     (the bench workloads, then LAMMPS, a CDO/NCO workflow, an h5py script and a PnetCDF code where installed,
     and an AMR checkpoint through MPI-IO and parallel HDF5: --modes acb)
     bench/predict_check.py --target /mnt/sluice-pfs --fs testbed.json   # I/O times too (within --time-tolerance)
+    bench/predict_check.py ... --json R.json --keep R.logs; bench/predict_check.py --fs testbed.json --again R.json
+    (the second runs nothing: the model again, from the kept profile runs, against R's measurements)
 
 The measured I/O time of a run is the seconds its processes spent in the
 file system's calls (the fs side's read, write and metadata times of the
@@ -125,6 +127,45 @@ def totals(logdir: Path, work: Path, env: dict[str, str]) -> dict[str, float]:
     return out
 
 
+def again(a: argparse.Namespace) -> int:
+    """Predictions made anew from kept logs, against the measurements of
+    the run that kept them: counts and I/O times, printed as main prints
+    them."""
+    old = json.loads(a.again.read_text())
+    kept = a.again.with_suffix(".logs")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    docs: dict[str, dict] = {}
+    counts = times = counts_ok = times_ok = 0
+    for r in old["rows"]:
+        if r["counter"] == "wall_s" or "predicted" not in r:
+            continue
+        w = r["workload"]
+        if w not in docs:
+            if not (kept / f"{w}.logs").is_dir():
+                raise SystemExit(f"predict_check: no kept logs of {w} in {kept} (made with --keep {kept})")
+            cp = sluice("predict", "--json", *(["--fs", str(a.fs)] if a.fs else []), str(kept / f"{w}.logs"),
+                        env=env)
+            if cp.returncode != 0:
+                raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
+            docs[w] = json.loads(cp.stdout)
+        d = docs[w]
+        if r["counter"] == "io_time_s":
+            t = d["modes"][r["mode"]]["io_time_s"]
+            err = (t - r["measured"]) / r["measured"] if r["measured"] else float("inf")
+            ok = abs(err) <= a.time_tolerance
+            times, times_ok = times + 1, times_ok + ok
+            print(f"{w:16s} {r['mode']:8s} {'I/O time, ms':20s} predicted {t * 1e3:>12,.1f} (was "
+                  f"{r['predicted'] * 1e3:,.1f})  measured {r['measured'] * 1e3:>10,.1f}  {err * 100:+7.1f}%"
+                  f"{'' if ok else '  <-- off'}")
+        else:
+            p, m = d["modes"][r["mode"]]["fs"][r["counter"]], r["measured"]
+            err = (p - m) / m if m else (0.0 if p == 0 else float("inf"))
+            counts, counts_ok = counts + 1, counts_ok + (abs(err) <= a.tolerance)
+    print(f"{counts_ok} of {counts} counts within {a.tolerance * 100:.0f} %, {times_ok} of {times} I/O times "
+          f"within {a.time_tolerance * 100:.0f} % (predicted again from {kept})")
+    return 0 if counts_ok == counts and times_ok == times else 1
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", type=Path, default=Path(tempfile.gettempdir()))
@@ -142,8 +183,15 @@ def main() -> None:
                     help="also run each workload under the plan `sluice predict --fs --plan` made from the profile "
                          "run (auto, each file in its cheapest mode by the model); every mode's wall time, "
                          "sluice run's own (publish included), and auto's and the plan's over the best mode's")
+    ap.add_argument("--keep", type=Path,
+                    help="keep each workload's profile-run logs there (NAME.logs), for --again")
+    ap.add_argument("--again", type=Path, metavar="RESULTS",
+                    help="run nothing: predict again from the logs --keep kept beside RESULTS (RESULTS.logs/) and "
+                         "compare with RESULTS' measurements (a change of the model, against one measurement)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if a.again:
+        sys.exit(again(a))
     if a.plan and not a.fs:
         raise SystemExit("predict_check: --plan needs --fs (the model chooses on a calibrated profile)")
     native = Path(os.environ.get("SLUICE_NATIVE_DIR") or ROOT / "build" / "dev" / "native").resolve()
@@ -203,6 +251,8 @@ def main() -> None:
                             raise SystemExit(f"predict_check: predict failed: {cp.stderr.strip()}")
                         doc = json.loads(cp.stdout)
                         predicted, procs = doc["modes"], max(1, doc["job"]["processes"])
+                        if a.keep:
+                            shutil.copytree(logs, a.keep / f"{name}.logs", dirs_exist_ok=True)
                     shutil.rmtree(work, ignore_errors=True)
             wall_med = {m: statistics.median(w) for m, w in walls.items()}
             best = min((m for m in wall_med if m not in ("plan",)), key=lambda m: wall_med[m])
