@@ -228,6 +228,19 @@ def stdio_buffered(job: Job, unit: int = UNIT) -> dict[str, dict[str, float]]:
     return out
 
 
+def _log_interpolate(points: Mapping[int, float], x: float) -> float:
+    """A call's seconds at size x from those at the calibrated sizes: on a
+    log scale between them, the last one's beyond (its bytes are the
+    caller's to add)."""
+    pts = sorted(points.items())
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+        if s0 <= x <= s1:
+            return t0 + (t1 - t0) * math.log(x / s0) / math.log(s1 / s0)
+    return pts[-1][1]
+
+
 @dataclass
 class FileSystem:
     """What the predicted calls cost: a calibrated profile's figures, or the
@@ -254,26 +267,25 @@ class FileSystem:
     # write_call_s): a 64 KiB call costs more than its bytes at the large
     # stream's bandwidth (testbed: 4 KiB 94 us, 64 KiB several hundred)
     write_call_s: dict[int, float] = field(default_factory=dict)
+    # the same while every core computes (calibrate's write_call_busy_s)
+    write_call_busy_s: dict[int, float] = field(default_factory=dict)
+    cpus: int = 0   # the calibrated machine's cores (0: not known)
 
-    def write_fixed_s(self, size: float) -> float:
+    def write_fixed_s(self, size: float, busy: float = 0.0) -> float:
         """What one write of size bytes costs beyond its bytes at one
         stream's bandwidth: interpolated between the calibrated request
-        sizes on a log scale; without them, the 4 KiB call's."""
+        sizes on a log scale (without them, the 4 KiB call's), and between
+        an idle machine's figure and a busy one's by busy, the share of the
+        cores the job's processes keep computing."""
         per_byte = self.byte_seconds(True, 1)
         if not self.write_call_s:
             return max(0.0, self.small_write_s - SMALL * per_byte)
-        pts = sorted(self.write_call_s.items())
         size = max(float(size), 1.0)
-        if size <= pts[0][0]:
-            t = pts[0][1]
-        elif size >= pts[-1][0]:
-            return max(0.0, pts[-1][1] - pts[-1][0] * per_byte)
-        else:
-            for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
-                if s0 <= size <= s1:
-                    t = t0 + (t1 - t0) * math.log(size / s0) / math.log(s1 / s0)
-                    break
-        return max(0.0, t - size * per_byte)
+        t = _log_interpolate(self.write_call_s, size)
+        if busy > 0 and self.write_call_busy_s:
+            t += busy * max(0.0, _log_interpolate(self.write_call_busy_s, size) - t)
+        return max(0.0, t - min(size, max(self.write_call_s)) * per_byte)
+
 
     @property
     def flush_s(self) -> float:
@@ -355,6 +367,11 @@ def calibrated_first_read_s(profile: dict[str, Any], per_read: float) -> float:
     return per_read * reads / distinct_pages(pages, reads)
 
 
+def _calls(figs: Mapping[str, Mapping[str, float]] | None) -> dict[int, float]:
+    """A profile's figures by request size, those measured (not NaN)."""
+    return {int(q): r["median"] for q, r in (figs or {}).items() if r["median"] == r["median"]}
+
+
 def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSystem:
     if profile:
         meta = profile["metadata"]
@@ -372,7 +389,9 @@ def file_system_of(profile: dict[str, Any] | None, fstype: str | None) -> FileSy
                           read_by_procs={int(p): r["median"] for p, r in d["read_MBps"].items()},
                           shared_slowdown=max(1.0, d.get("shared_stripe", {}).get("slowdown", {}).get("median", 1.0)),
                           shared_unit=int(d.get("shared_stripe", {}).get("piece") or 1 << 20),
-                          write_call_s={int(q): r["median"] for q, r in (d.get("write_call_s") or {}).items()})
+                          write_call_s=_calls(d.get("write_call_s")),
+                          write_call_busy_s=_calls(d.get("write_call_busy_s")),
+                          cpus=int((profile.get("machine") or {}).get("cores_usable") or 0))
     kind = "local" if fstype in LOCAL_TYPES else "parallel"
     b = BUILTIN[kind]
     return FileSystem(name=f"built-in figures for a {kind} file system ({fstype or 'type unknown'}; "
@@ -433,6 +452,33 @@ def concurrency(job: Job, per_proc: Mapping[str, Mapping[int, Any]]) -> int:
         return 1
     wall = max(e for _, e in spans) - min(s for s, _ in spans)
     return max(1, round(sum(e - s for s, e in spans) / wall)) if wall > 0 else len(spans)
+
+
+TIME_COUNTERS = ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "STDIO_F_READ_TIME",
+                 "STDIO_F_WRITE_TIME", "STDIO_F_META_TIME")
+
+
+def busy_share(job: Job, per_proc: Mapping[str, Mapping[int, Mapping[str, float]]], cpus: int) -> float:
+    """The share of the machine's cores the job's processes kept busy
+    outside their I/O calls (their lifetimes less the seconds in the files'
+    calls, over the job's time and the cores): computing, or polling as MPI
+    ranks do. Processes that used no recorded file (a shell waiting for its
+    steps) are left out; 0 where the cores are not known."""
+    if cpus <= 0:
+        return 0.0
+    io: dict[int, float] = {}
+    for procs in per_proc.values():
+        for pid, c in procs.items():
+            io[pid] = io.get(pid, 0.0) + sum(_v(c, k) for k in TIME_COUNTERS)
+    spans = [(l.pid, l.start_ns, l.end_ns) for l in job.logs if l.pid in io and l.end_ns > l.start_ns]
+    if not spans:
+        return 0.0
+    wall = (max(e for _, _, e in spans) - min(b for _, b, _ in spans)) / 1e9
+    lived: dict[int, float] = {}
+    for pid, b, e in spans:
+        lived[pid] = lived.get(pid, 0.0) + (e - b) / 1e9
+    busy = sum(max(0.0, t - io[pid]) for pid, t in lived.items())
+    return min(1.0, busy / (wall * cpus)) if wall > 0 else 0.0
 
 
 STAGE_DELAY_NS = 1_000_000_000   # --stage-delay: a closed file not reopened this long is published
@@ -925,7 +971,7 @@ def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool
 
 
 def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int,
-                       made: float | None = None, cached: float = 0.0) -> dict[str, float]:
+                       made: float | None = None, cached: float = 0.0, busy: float = 0.0) -> dict[str, float]:
     """The seconds one file's calls and bytes keep their processes in the
     file system, added up over the processes, by kind (open: creates
     included; stat, rename, unlink, mkdir, rmdir; write and read: the calls
@@ -940,7 +986,8 @@ def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int,
     file that stands is an open: once a process's file, and once more
     after each unlink), where the counts are a file's. cached: the share of
     the reads that find their pages read before (the client's cache
-    answers them, bytes and all)."""
+    answers them, bytes and all). busy: the share of the cores the job
+    keeps computing meanwhile (a write call then costs more)."""
     t = dict.fromkeys((*META_KINDS, "write", "read", "fsync"), 0.0)
     opens = _v(fs, "POSIX_OPENS", "STDIO_OPENS")
     creates = min(_v(fs, "POSIX_OPENS_CREATE", "STDIO_OPENS_CREATE"), opens)
@@ -958,7 +1005,7 @@ def io_seconds_by_kind(fs: Mapping[str, float], sysfs: FileSystem, conc: int,
             t[kind] = _v(fs, *counters) * sysfs.call_seconds(kind, conc)
     wbytes, rbytes = _v(fs, "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"), _v(fs, "POSIX_BYTES_READ",
                                                                              "STDIO_BYTES_READ")
-    wcall = sysfs.write_fixed_s(wbytes / writes if writes > 0 else SMALL)
+    wcall = sysfs.write_fixed_s(wbytes / writes if writes > 0 else SMALL, busy)
     rcall = max(0.0, sysfs.small_read_s - SMALL * sysfs.byte_seconds(False, 1))
     jumps = max(0.0, _v(fs, "POSIX_READS") - _v(fs, "POSIX_CONSEC_READS"))
     # (a created file's writes are in its create's figure when it is small)
@@ -1035,11 +1082,12 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             replayed = replay_mod.replay(replay_mod.plan(job, files, per_proc), "buffer")
         except replay_mod.ReplayError as e:
             replay_failed = str(e)   # (said in the output: buffer mode then comes from the counters)
+    computing = busy_share(job, per_proc, sysfs.cpus)
     local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
         "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files),
-                "concurrency": conc,
+                "concurrency": conc, "busy_cores_share": computing,
                 "replayed_files": len(replayed), "replay_failed": replay_failed},
         "modes": {},
     }
@@ -1071,12 +1119,12 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
                 # the publish is the job drainer's; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
                 spent = io_seconds_by_kind(publish, sysfs, 1 if f.path in later else end_conc,
-                                           cached=cached[f.path])
+                                           cached=cached[f.path], busy=computing if f.path in later else 0.0)
                 spent["stat"] += looked * factor * sysfs.call_seconds("stat", conc)
             else:
                 # (the file is made at most once in each repetition of the job, and again after each unlink)
                 spent = io_seconds_by_kind(one, sysfs, conc, made=factor + one["POSIX_UNLINKS"],
-                                           cached=cached[f.path])
+                                           cached=cached[f.path], busy=computing)
                 # (the bytes that wait for a stripe's lock from another writer)
                 held = (shared_acb if mode == "acb" or (mode == "auto" and f.path in aggregated) else
                         shared).get(f.path, 0.0)

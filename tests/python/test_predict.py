@@ -299,3 +299,22 @@ def test_reads_of_pages_read_before_are_priced_as_the_clients_cache_answers_them
     twice = FileTotals(path="/z", fs={"POSIX_READS": 32, "POSIX_CONSEC_READS": 30,
                                       "POSIX_MAX_BYTE_READ": 16 * PAGE - 1, "POSIX_BYTES_READ": 32 * PAGE})
     assert cached_read_share(twice, []) == pytest.approx(0.5)
+
+
+def test_a_write_costs_by_its_size_and_by_how_busy_the_cores_are():
+    """A write call's fixed cost comes from calibrate's calls at 4 KiB,
+    64 KiB and 1 MiB (on a log scale between them), less its bytes at one
+    stream's bandwidth, and moves toward the figure measured while every
+    core computes by the share of the cores the job keeps busy."""
+    from sluice.predict import FileSystem
+
+    fs = FileSystem(name="t", latency_s={}, write_MBps=1000.0, write_by_procs={1: 1000.0},
+                    write_call_s={4096: 100e-6, 65536: 300e-6, 1 << 20: 3e-3},
+                    write_call_busy_s={4096: 200e-6, 65536: 300e-6, 1 << 20: 5e-3})
+    per_byte = 1 / 1e9
+    assert fs.write_fixed_s(4096) == pytest.approx(100e-6 - 4096 * per_byte)
+    assert fs.write_fixed_s(16384) == pytest.approx(200e-6 - 16384 * per_byte)   # halfway, on a log scale
+    assert fs.write_fixed_s(4096, busy=0.5) == pytest.approx(150e-6 - 4096 * per_byte)
+    assert fs.write_fixed_s(4 << 20, busy=1.0) == pytest.approx(5e-3 - (1 << 20) * per_byte)
+    plain = FileSystem(name="t", latency_s={}, small_write_s=100e-6, write_by_procs={1: 1000.0})
+    assert plain.write_fixed_s(1 << 20, busy=1.0) == pytest.approx(100e-6 - 4096 * per_byte)   # no sizes: 4 KiB's

@@ -19,11 +19,13 @@ stats (without it they may be served from memory, and the profile says so).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -52,6 +54,20 @@ ROUNDS = 5
 MIN_ROUNDS = 3
 BUDGET_S = 170.0
 SETTLE_S = 0.2        # after a sync (which also writes back the servers of a testbed on this machine)
+
+
+@contextlib.contextmanager
+def busy_cores(n: int):
+    """n processes that only compute, for the length of the block."""
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.1)
+        yield
+    finally:
+        for p in spin:
+            p.kill()
+        for p in spin:
+            p.wait()
 
 
 class Calibration:
@@ -158,6 +174,14 @@ class Calibration:
             w = self.one([self.prog, "write", "--file", str(f), "--size", str(n * SMALL), "--request-size",
                           str(req), "--no-fsync"])
             out[f"write_call_s_{req}"] = w["seconds"] / max(w["ops"], 1)
+        # again while every core computes (a program between its writes, MPI
+        # ranks polling): the file system's client (and, on a testbed, its
+        # servers) get the CPU only in turn
+        with busy_cores(os.cpu_count() or 1):
+            for req in WRITE_SIZES:
+                w = self.one([self.prog, "write", "--file", str(f), "--size", str(n * SMALL // 4), "--request-size",
+                              str(req), "--no-fsync"])
+                out[f"write_call_busy_s_{req}"] = w["seconds"] / max(w["ops"], 1)
         f.unlink(missing_ok=True)
         return out
 
@@ -262,6 +286,8 @@ def summarize(raw: list[dict[str, Any]], procs: list[int], nodes: int) -> dict[s
         "small_write_s": fig(lambda r: r["small_write_s"]),
         "write_call_s": {str(q): fig(lambda r, q=q: r["small_write_s"] if q == SMALL else r[f"write_call_s_{q}"])
                          for q in WRITE_SIZES},
+        "write_call_busy_s": {str(q): fig(lambda r, q=q: r.get(f"write_call_busy_s_{q}", float("nan")))
+                              for q in WRITE_SIZES},
         "small_read_s": fig(lambda r: r["small_read_s"]),
         "random_read_s": fig(lambda r: r["random_read_s"]),
         "fsync_s": fig(lambda r: r["fsync_s"]),
