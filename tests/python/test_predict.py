@@ -21,11 +21,18 @@ def test_predicted_counts_match_the_runs_where_the_model_holds(tmp_path):
     out = tmp_path / "check.json"
     workloads = {"smallio", "randread", "strided-shared", "ensemble", "fpp-netcdf"}
     cp = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--target", str(tmp_path),
-                         "--workloads", ",".join(sorted(workloads)), "--modes", "buffer,stage", "--json", str(out)],
+                         "--workloads", ",".join(sorted(workloads)), "--modes", "buffer,stage", "--json", str(out),
+                         "--keep", str(out.with_suffix(".logs"))],
                         env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)), capture_output=True, text=True,
                         timeout=600)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
+    # the kept profile runs predict the same again, with nothing run
+    n = sum(1 for r in rows if "predicted" in r)
+    again = subprocess.run([sys.executable, str(REPO / "bench" / "predict_check.py"), "--again", str(out)],
+                           env=dict(python_env(), SLUICE_NATIVE_DIR=str(NATIVE)), capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0 and f"{n} of {n} counts within 10 %" in again.stdout, again.stdout + again.stderr
     assert {r["workload"] for r in rows} == workloads
     profile = [r for r in rows if r["mode"] == "profile"]
     assert profile and all(r["predicted"] == r["measured"] for r in profile)
