@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Whether a file system's client keeps the pages a process wrote for a
+later reopen that reads them: a 16 MiB file written in 4 MiB writes
+through each kind of write open, closed, reopened read-only and read at
+--reads random 4 KiB pages (a cached page costs microseconds, one not
+cached a round trip). Kinds: the creating open with O_TRUNC (as most
+programs), the creating open without it, and an O_CREAT|O_EXCL open
+closed at once and a second open without O_CREAT that writes (as
+`sluice run --mode auto` makes a new file). Medians of --rounds.
+
+    bench/client_cache.py --target /mnt/sluice-pfs [--rounds 5] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZE = 16 << 20
+PAGE = 4096
+
+
+def write(path: Path, kind: str) -> None:
+    if kind == "create-trunc":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    elif kind == "create":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    else:   # "create-then-reopen"
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        fd = os.open(path, os.O_WRONLY)
+    buf = os.urandom(4 << 20)
+    for _ in range(SIZE // len(buf)):
+        os.write(fd, buf)
+    os.close(fd)
+
+
+def read_s(path: Path, reads: int, seed: int) -> float:
+    r = random.Random(seed)
+    offs = [r.randrange(SIZE // PAGE) * PAGE for _ in range(reads)]
+    fd = os.open(path, os.O_RDONLY)
+    t = time.perf_counter()
+    for o in offs:
+        os.pread(fd, PAGE, o)
+    t = time.perf_counter() - t
+    os.close(fd)
+    return t / reads
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reads", type=int, default=500)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sluice-client-cache.", dir=a.target))
+    kinds = ("create-trunc", "create", "create-then-reopen")
+    got: dict[str, list[float]] = {k: [] for k in kinds}
+    try:
+        for r in range(a.rounds):
+            for k in kinds:
+                p = work / f"{k}.{r}"
+                write(p, k)
+                got[k].append(read_s(p, a.reads, r))
+                p.unlink()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = {k: {"median_s": statistics.median(v), "rounds_s": v} for k, v in got.items()}
+    for k, v in out.items():
+        print(f"{k:20s} a random 4 KiB read after the reopen: {v['median_s'] * 1e6:8.1f} us "
+              f"[{min(got[k]) * 1e6:.1f}-{max(got[k]) * 1e6:.1f}]")
+    if a.json:
+        a.json.write_text(json.dumps({"command": " ".join(sys.argv), "target": str(a.target), "size": SIZE,
+                                      "reads": a.reads, "kinds": out}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
