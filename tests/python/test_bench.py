@@ -867,6 +867,11 @@ def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_pat
     for key in ("small_write_s", "small_read_s", "random_read_s", "fsync_s"):
         assert d[key]["median"] > 0
     assert d["write_MBps"]["1"]["median"] > 0 and d["read_MBps"]["2"]["median"] > 0
+    for key in ("write_call_s", "write_call_busy_s"):   # (by request size: 4 KiB, 64 KiB, 1 MiB)
+        assert sorted(int(q) for q in d[key]) == [4096, 65536, 1 << 20] and all(
+            f["median"] > 0 for f in d[key].values()), key
+    assert d["write_call_s"]["4096"] == d["small_write_s"]
+    assert "every core busy" in cp.stdout
     assert d["shared_stripe"]["shared_MBps"]["median"] > 0 and d["shared_stripe"]["slowdown"]["median"] > 0
     assert doc["settings"]["caches_dropped"] is False
 

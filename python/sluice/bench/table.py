@@ -124,6 +124,11 @@ def _spread(f: dict[str, float]) -> str:
     return f"±{s * 50:.0f}%" if s is not None and s == s else ""
 
 
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else (
+        f"{n >> 10} KiB" if n >= 1 << 10 and n % (1 << 10) == 0 else f"{n} B")
+
+
 def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
     """A file-system profile (sluice bench calibrate) as two tables."""
     console = console or Console()
@@ -163,6 +168,14 @@ def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
     if "random_read_s" in d:   # (profiles made before it was measured have none)
         t.add_row(f"{st['small']} B cold read at random offsets, per call",
                   f"{_us(d['random_read_s']['median'])} {_spread(d['random_read_s'])}")
+    calls = d.get("write_call_s") or {}   # (profiles made before they were measured have none)
+    for size, fig in calls.items():
+        if int(size) != st["small"]:
+            t.add_row(f"{_size(int(size))} write, per call", f"{_us(fig['median'])} {_spread(fig)}")
+    busy = d.get("write_call_busy_s") or {}
+    if busy:
+        t.add_row(f"the same, every core busy: {', '.join(_size(int(q)) for q in busy)}",
+                  " / ".join(_us(f["median"]) for f in busy.values()))
     t.add_row(f"{st['small']} B write + fsync", f"{_us(d['fsync_s']['median'])} {_spread(d['fsync_s'])}")
     sh = d["shared_stripe"]
     t.add_row("2 writers sharing stripes / apart", f"{fmt(sh['shared_MBps']['median'])} / "
