@@ -12,6 +12,7 @@ off by more than --tolerance (10 % by default).
     bench/predict_check.py --target /mnt/sluice-pfs --fs testbed.json   # I/O times too (within --time-tolerance)
     bench/predict_check.py ... --json R.json --keep R.logs; bench/predict_check.py --fs testbed.json --again R.json
     (the second runs nothing: the model again, from the kept profile runs, against R's measurements)
+    bench/predict_check.py --agree R1.json R2.json   # two measurements' I/O times against each other
 
 The measured I/O time of a run is the seconds its processes spent in the
 file system's calls (the fs side's read, write and metadata times of the
@@ -127,6 +128,24 @@ def totals(logdir: Path, work: Path, env: dict[str, str]) -> dict[str, float]:
     return out
 
 
+def agree(a: Path, b: Path, tolerance: float) -> int:
+    """Two measurements of the same workloads, I/O time by I/O time: the
+    second over the first, and how many within the tolerance."""
+    def times(p: Path) -> dict[tuple[str, str], float]:
+        return {(r["workload"], r["mode"]): r["measured"] for r in json.loads(p.read_text())["rows"]
+                if r["counter"] == "io_time_s" and r["measured"] > 0}
+    ta, tb = times(a), times(b)
+    both = [k for k in ta if k in tb]
+    ratios = {k: tb[k] / ta[k] for k in both}
+    ok = [k for k, x in ratios.items() if 1 / (1 + tolerance) <= x <= 1 + tolerance]
+    for k, x in ratios.items():
+        print(f"{k[0]:16s} {k[1]:8s} {ta[k] * 1e3:10,.1f} {tb[k] * 1e3:10,.1f} ms  {x:5.2f}"
+              f"{'' if k in ok else '  <-- off'}")
+    print(f"{len(ok)} of {len(both)} I/O times agree within {tolerance * 100:.0f} % (the second over the first: "
+          f"median {statistics.median(ratios.values()):.2f})")
+    return 0 if len(ok) == len(both) else 1
+
+
 def again(a: argparse.Namespace) -> int:
     """Predictions made anew from kept logs, against the measurements of
     the run that kept them: counts and I/O times, printed as main prints
@@ -188,8 +207,13 @@ def main() -> None:
     ap.add_argument("--again", type=Path, metavar="RESULTS",
                     help="run nothing: predict again from the logs --keep kept beside RESULTS (RESULTS.logs/) and "
                          "compare with RESULTS' measurements (a change of the model, against one measurement)")
+    ap.add_argument("--agree", type=Path, nargs=2, metavar=("A", "B"),
+                    help="run nothing: how many of two results files' measured I/O times agree within "
+                         "--time-tolerance (the measurement's own reproducibility)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if a.agree:
+        sys.exit(agree(*a.agree, a.time_tolerance))
     if a.again:
         sys.exit(again(a))
     if a.plan and not a.fs:

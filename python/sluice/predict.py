@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice.advise.gain import calls_left
+from sluice.bench.calibrate import random_reads, small_file_pages
 from sluice.errors import UserError
 from sluice.report.model import FileTotals, Job, per_process_app
 
@@ -344,7 +345,7 @@ def _interpolate(points: Mapping[int, float], x: int) -> float:
 
 
 PAGE = 4096             # what the client caches a read in
-CACHED_READ_S = 2e-6    # a read the client's cache answers: a system call and a copy (testbed: 0.7-2.4 us)
+CACHED_READ_S = 2e-6    # a read the client's cache answers: a system call and a copy (testbed: 1.2-2.5 us, bench/client_cache.py)
 
 
 def distinct_pages(pages: float, reads: float) -> float:
@@ -362,8 +363,8 @@ def calibrated_first_read_s(profile: dict[str, Any], per_read: float) -> float:
     size = (profile.get("settings") or {}).get("size")
     if not size:
         return per_read
-    pages = max(1024, min(16384, int(size) // (16 * SMALL)))
-    reads = min(2000, pages)
+    pages = small_file_pages(int(size))
+    reads = random_reads(pages)
     return per_read * reads / distinct_pages(pages, reads)
 
 
@@ -575,8 +576,9 @@ def cached_read_share(f: FileTotals, events: list[tuple[int, int, int, int, int]
     """The share of a file's reads that find every page they read read
     before, by any process of the node, since it was last written there:
     the client's cache answers them (on the testbed a random 4 KiB read of
-    a page read before costs 0.7-2.4 us, of one not yet read a round trip,
-    170-250 us; a reopen after writes finds the cache dropped). From the
+    a page read before costs 1.2-2.5 us, of one not yet read a round trip,
+    about 230 us; a reopen after writes finds the cache dropped:
+    bench/client_cache.py). From the
     trace where it holds the reads; else the reads that jump spread
     uniformly over the pages read, and any bytes read beyond the file's."""
     if any(op == 0 for _, op, _, _, _ in events):

@@ -325,3 +325,56 @@ def test_a_write_costs_by_its_size_and_by_how_busy_the_cores_are():
     assert fs.write_fixed_s(4 << 20, busy=1.0) == pytest.approx(5e-3 - (1 << 20) * per_byte)
     plain = FileSystem(name="t", latency_s={}, small_write_s=100e-6, write_by_procs={1: 1000.0})
     assert plain.write_fixed_s(1 << 20, busy=1.0) == pytest.approx(100e-6 - 4096 * per_byte)   # no sizes: 4 KiB's
+
+
+def test_the_share_of_busy_cores_comes_from_the_processes_lifetimes_less_their_io(tmp_path):
+    """A process that computes between its writes keeps a core busy (on a
+    profile of a one-core machine: about 1), and its write calls then cost
+    more than the idle figure; one whose life is its I/O calls keeps none
+    busy. (The logs hold no CPU time: a process that sleeps or blocks
+    outside its I/O calls counts as busy too.)"""
+    from types import SimpleNamespace
+
+    from sluice.predict import busy_share
+
+    profile = json.loads((REPO / "bench" / "results" / "calibrate-testbed-delay0us-5a82684.json").read_text())
+    profile["machine"]["cores_usable"] = 1
+    fs = tmp_path / "fs.json"
+    fs.write_text(json.dumps(profile))
+    logs, work = tmp_path / "logs", tmp_path / "w"
+    work.mkdir()
+    prog = (f"import os, time\nfd = os.open('{work}/f', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+            "for i in range(8):\n    os.write(fd, b'x' * 4096)\n    t = time.time()\n"
+            "    while time.time() - t < 0.05: pass\nos.close(fd)\n")
+    sluice("run", "-q", "--mode", "profile", "--log-dir", str(logs), "--path", str(work), "--",
+           sys.executable, "-c", prog)
+    doc = json.loads(sluice("predict", "--json", "--fs", str(fs), str(logs)).stdout)
+    assert doc["job"]["busy_cores_share"] > 0.9
+    profile["machine"]["cores_usable"] = 0   # (cores not known: nothing is taken as busy)
+    fs.write_text(json.dumps(profile))
+    idle = json.loads(sluice("predict", "--json", "--fs", str(fs), str(logs)).stdout)
+    assert idle["job"]["busy_cores_share"] == 0
+    assert doc["modes"]["profile"]["io_time_by_kind_s"]["write"] > idle["modes"]["profile"]["io_time_by_kind_s"]["write"]
+    # two processes over one second on 2 cores: one in its I/O calls 0.9 s
+    # of it, the other 0.2 s: (0.1 + 0.8) / 2
+    job = SimpleNamespace(logs=[SimpleNamespace(pid=1, start_ns=0, end_ns=10**9),
+                                SimpleNamespace(pid=2, start_ns=0, end_ns=10**9),
+                                SimpleNamespace(pid=3, start_ns=0, end_ns=10**9)])   # (3 used no recorded file)
+    per_proc = {"/a": {1: {"POSIX_F_WRITE_TIME": 0.9}, 2: {"STDIO_F_META_TIME": 0.2}}}
+    assert busy_share(job, per_proc, 2) == pytest.approx(0.45)
+
+
+def test_the_io_time_takes_the_cached_share_and_the_busy_cores():
+    """io_seconds_by_kind: reads the cache answers cost CACHED_READ_S and no
+    bytes; busy cores make each write call cost more."""
+    from sluice.predict import CACHED_READ_S, FileSystem, io_seconds_by_kind
+
+    fs = FileSystem(name="t", latency_s={}, small_read_s=50e-6, random_read_s=500e-6, write_by_procs={1: 1000.0},
+                    read_by_procs={1: 1000.0}, write_call_s={4096: 100e-6}, write_call_busy_s={4096: 300e-6})
+    counts = {"POSIX_READS": 100, "POSIX_CONSEC_READS": 0, "POSIX_BYTES_READ": 100 * 4096,
+              "POSIX_WRITES": 10, "POSIX_BYTES_WRITTEN": 10 * 4096}
+    cold = io_seconds_by_kind(counts, fs, 1)
+    half = io_seconds_by_kind(counts, fs, 1, cached=0.5)
+    assert half["read"] == pytest.approx(cold["read"] / 2 + 50 * CACHED_READ_S)
+    busy = io_seconds_by_kind(counts, fs, 1, busy=1.0)
+    assert busy["write"] - cold["write"] == pytest.approx(10 * 200e-6)

@@ -56,6 +56,16 @@ BUDGET_S = 170.0
 SETTLE_S = 0.2        # after a sync (which also writes back the servers of a testbed on this machine)
 
 
+def small_file_pages(size: int) -> int:
+    """The 4 KiB pages of the file the small calls are timed on (--size/16)."""
+    return max(1024, min(16384, size // (16 * SMALL)))
+
+
+def random_reads(pages: int) -> int:
+    """The random reads timed on it: up to 2,000, at random pages."""
+    return min(2000, pages)
+
+
 @contextlib.contextmanager
 def busy_cores(n: int):
     """n processes that only compute, for the length of the block."""
@@ -156,7 +166,7 @@ class Calibration:
         """A stream of 4 KiB writes, then of cold 4 KiB reads, one process:
         seconds per call."""
         f = self.work / "small"
-        n = max(1024, min(16384, self.size // (16 * SMALL)))
+        n = small_file_pages(self.size)
         w = self.one([self.prog, "write", "--file", str(f), "--size", str(n * SMALL), "--request-size", str(SMALL),
                       "--no-fsync"])
         self.caches.drop()
@@ -164,7 +174,7 @@ class Calibration:
         # 4 KiB reads at random offsets of the same (cold) file: each its own round trip
         self.caches.drop()
         rr = self.one([str(native(RANDOM_READER, "bin")), "--file", str(f), "--phase", "run", "--reads",
-                       str(min(2000, n)), "--read-size", str(SMALL)])
+                       str(random_reads(n)), "--read-size", str(SMALL)])
         out = {"small_write_s": w["seconds"] / w["ops"], "small_read_s": r["seconds"] / max(r["ops"], 1),
                "random_read_s": rr["read_seconds"] / max(rr["read_ops"], 1)}
         # the same bytes in larger requests: what a call costs by its size
