@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
             'stage mode: 1: a published file gets the access and modification times of its last write on the tier (one more metadata call per file; 0: the time of publishing, unless the program set them)'),
     Setting('SLUICE_AUTO_LARGE', 'INT', '1M', 'auto.large', '--auto-large',
             '--mode auto: a file staged at its create whose first write is at least this large goes to the shared file system at that write, and straight through from then on (a file system takes such writes at full speed: a tier would only write the bytes twice and hold them in node memory); 0: staged whatever the size'),
+    Setting('SLUICE_AUTO_LARGE_AT', 'STR', '', 'auto.large_at', '--auto-large-at',
+            '--mode auto: PREFIX=SIZE[,PREFIX=SIZE...]: under PREFIX (absolute) the first-write size from which a staged file goes straight through, in place of --auto-large (the longest prefix wins; 0: staged whatever the size); `sluice run --fs FS.json` sets it for the calibrated file system from the model (the size from which a staged write measured no cheaper than a direct one there)'),
     Setting('SLUICE_AUTO_LOCAL', 'BOOL', '0', 'auto.local', '--auto-local',
             "--mode auto: 1: stage and buffer files on this node's own file systems too (ext4, xfs, tmpfs, ...); 0: their files are only profiled, as a tier is no faster than the file system itself"),
     Setting('SLUICE_STAGE_JOB', 'STR', '', '', '',

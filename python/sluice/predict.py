@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice.advise.gain import calls_left
+from sluice.autolarge import auto_large_of
 from sluice.bench.calibrate import random_reads, small_file_pages
 from sluice.errors import UserError
 from sluice.report.model import FileTotals, Job, per_process_app
@@ -648,12 +649,24 @@ def stage_lookups(files: list[FileTotals], per_proc: Mapping[str, Mapping[int, M
     return out
 
 
-def published(mode: str, f: FileTotals, local: bool) -> bool:
+def published(mode: str, f: FileTotals, local: bool, direct: bool | None = None) -> bool:
     """Under mode the file lives on the tier and reaches the file system as
-    its publish."""
+    its publish (auto: unless it goes straight through at its first write,
+    auto_direct; by default, --auto-large's rule on the size buckets)."""
     if mode == "stage":
         return staged(f.app)
-    return mode == "auto" and not local and staged(f.app) and not large_writes_only(f.app)
+    if direct is None:
+        direct = large_writes_only(f.app)
+    return mode == "auto" and not local and staged(f.app) and not direct
+
+
+def auto_direct(f: FileTotals, large: int, first_write: int | None) -> bool:
+    """Auto sends the staged file straight through at its first write: that
+    write (from the trace) is at least large; untraced, every write is (the
+    size buckets). large 0: never."""
+    if first_write is not None:
+        return large > 0 and first_write >= large
+    return large_writes_only(f.app, large)
 
 
 def mpiio_helpers(files: list[FileTotals]) -> set[str]:
@@ -894,7 +907,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
                  helper: bool = False, replayed: Mapping[str, float] | None = None,
                  later: Mapping[str, float] | None = None, engine_opens: float = 0.0,
-                 acb: tuple[float, float] | None = None) -> dict[str, float]:
+                 acb: tuple[float, float] | None = None, direct: bool | None = None) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
@@ -903,7 +916,8 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     a staged file published before the job was done with it
     (published_early); engine_opens: auto's own MPI-IO opens of it, or of
     the lock-test file beside it (engine_handles); acb: the writes and bytes
-    of acb's flush of a file MPI-IO writes (acb_side)."""
+    of acb's flush of a file MPI-IO writes (acb_side); direct: auto sends
+    it straight through at its first write (auto_direct)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode in ("auto", "acb") and engine_opens:
         fs["POSIX_OPENS"] += engine_opens
@@ -933,7 +947,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         out = dict.fromkeys(PREDICTED, 0.0)
         out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
         return out
-    if published(mode, f, local):
+    if published(mode, f, local, direct):
         out = publish_side(f.app, unit, later)
         out["POSIX_STATS"] += lookups
         out["POSIX_MKDIRS"], out["POSIX_RMDIRS"] = fs["POSIX_MKDIRS"], fs["POSIX_RMDIRS"]
@@ -941,7 +955,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     # auto's large first write: the empty file published (a create), the
     # program's descriptor reopened on it where it stood (an open and a
     # seek), then straight through, as buffer mode
-    direct = mode == "auto" and staged(f.app)
+    went_direct = mode == "auto" and staged(f.app)
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -953,9 +967,9 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         fs["POSIX_CONSEC_READS"] = max(0.0, fs["POSIX_READS"] - (_v(f.fs, "POSIX_READS") -
                                                                _v(f.fs, "POSIX_CONSEC_READS")))
         fs["STDIO_WRITES"] = float(stdio_writes(f.fs, f.app, unit))
-        if replayed and not direct:
+        if replayed and not went_direct:
             fs.update(replayed)
-    if direct:
+    if went_direct:
         fs["POSIX_OPENS"] += 1
         fs["POSIX_OPENS_WRITE"] += 1
         fs["POSIX_SEEKS"] += 1
@@ -967,8 +981,8 @@ def large_writes_only(app: Mapping[str, float], large: int = AUTO_LARGE) -> bool
     """Every write of the file is at least `large` (the size buckets): auto
     sends it straight through at its first write."""
     writes = _v(app, "POSIX_WRITES")
-    if writes <= 0:
-        return False
+    if writes <= 0 or large <= 0:
+        return False   # (0: staged whatever the size)
     return _small_writes(app, large) == 0
 
 
@@ -1043,6 +1057,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     if profile and profile.get("filesystem", {}).get("type"):
         fstype = profile["filesystem"]["type"]   # (the job as it would run there: auto decides by it)
     sysfs = file_system_of(profile, fstype)
+    by_model = auto_large_of(profile) if profile else None
+    large = by_model.large if by_model else AUTO_LARGE   # (what `sluice run --fs` gives auto)
     procs = max(1, job.processes)
     per_proc = per_process_app(job)   # (path -> process -> its app counters: used thrice below)
     conc = concurrency(job, per_proc)
@@ -1063,6 +1079,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
+    goes_direct = {f.path: auto_direct(f, large, next((n for _, op, _, n, _ in events.get(f.path, []) if op == 1),
+                                                      None) if f.path in events else None) for f in files}
     on_tier = {f.path for f in files if staged(f.app)} | tier_names
     busy = BusyTime([(e[0], e[4]) for p in on_tier for e in events.get(p, [])])
     later: dict[str, dict[str, float]] = {}
@@ -1087,7 +1105,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     computing = busy_share(job, per_proc, sysfs.cpus)
     local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
     out: dict[str, Any] = {
-        "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated},
+        "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated, "auto_large": large,
+                        "auto_large_why": by_model.why if by_model else "--auto-large's default"},
         "job": {"id": job.job_id, "processes": job.processes, "predicted_for": procs, "files": len(files),
                 "concurrency": conc, "busy_cores_share": computing,
                 "replayed_files": len(replayed), "replay_failed": replay_failed},
@@ -1106,7 +1125,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         # STAGE_DRAINERS at once: each call waits as long as the file
         # system takes for that many (a file published while the job ran,
         # its delay after its close, goes on its own)
-        at_end = sum(1 for f in files if published(mode, f, local) and f.path not in helpers
+        at_end = sum(1 for f in files if published(mode, f, local, goes_direct[f.path]) and f.path not in helpers
                      and f.path not in later and _v(f.app, "POSIX_UNLINKS") == 0)
         end_conc = max(1, min(STAGE_DRAINERS, round(at_end * factor)))
         for f in files:
@@ -1114,10 +1133,10 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
                                 f.path in helpers, replayed_file(f, replayed, streams), later.get(f.path),
-                                engine.get(f.path, 0.0), aggregated.get(f.path)).items()}
+                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct[f.path]).items()}
             for k, x in one.items():
                 total[k] += x
-            if published(mode, f, local) and f.path not in helpers:
+            if published(mode, f, local, goes_direct[f.path]) and f.path not in helpers:
                 # the publish is the job drainer's; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
                 spent = io_seconds_by_kind(publish, sysfs, 1 if f.path in later else end_conc,
@@ -1222,5 +1241,5 @@ def replayed_file(f: FileTotals, replayed: Mapping[str, Mapping[str, float]],
 def load(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    from sluice.bench.calibrate import read_profile
+    from sluice.autolarge import read_profile
     return read_profile(path)

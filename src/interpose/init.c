@@ -19,6 +19,7 @@
 #include "common/crc32.h"
 #include "common/diag.h"
 #include "common/pathnorm.h"
+#include "core/autolarge.h"
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/file.h"
@@ -412,6 +413,7 @@ __attribute__((constructor(101))) static void sluice_load(void)
     }
     sluice_policy_init(sluice_cfg.paths, log_dir_abs, sluice_cfg.mpi_runtime_files);
     (void)sluice_policy_init_modes(sluice_cfg.mode, sluice_cfg.policy);
+    sluice_auto_large_init();
     sluice_stack_init(sluice_cfg.tiers, sluice_cfg.allow_test_tiers);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     install_end_handlers();

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/diag.h"
+#include "core/autolarge.h"
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/file.h"
@@ -134,7 +135,8 @@ static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n,
 }
 
 /* --mode auto at a staged file's first write: a write the shared file
- * system takes at full speed (SLUICE_AUTO_LARGE and up) gains nothing from
+ * system takes at full speed (SLUICE_AUTO_LARGE and up, or SLUICE_AUTO_LARGE_AT's
+ * size under its prefix: where calibrate measured it) gains nothing from
  * the tier, which would write the bytes twice and hold them in node memory
  * until then. The file, empty still, goes to the shared file system now
  * and straight through from then on. Only a file this
@@ -145,7 +147,10 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
 {
     struct staged *s = d->s;
 
-    if (f->mode != SLUICE_MODE_AUTO || sluice_cfg.auto_large <= 0 || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
+    if (f->mode != SLUICE_MODE_AUTO || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
+        return 0;
+    int64_t large = f->rec ? sluice_auto_large(f->rec->path) : sluice_cfg.auto_large;
+    if (large <= 0)
         return 0;
     pthread_mutex_lock(&stage_st.lock);
     int first = !s->wrote;
@@ -154,7 +159,7 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
      * opened again for writing on the shared file system: it stays) */
     int sole = first && s->opens == 1 && !s->forked && (s->e.mode & S_IWUSR);
     pthread_mutex_unlock(&stage_st.lock);
-    if (!sole || n < (size_t)sluice_cfg.auto_large)
+    if (!sole || n < (size_t)large)
         return 0;
     struct stat sb;
     if (SLUICE_REAL(fstat)(f->fd, &sb) != 0 || sb.st_size != 0)

@@ -8,6 +8,7 @@
 #include "common/crc32.h"
 #include "common/listsplit.h"
 #include "common/pathnorm.h"
+#include "core/autolarge.h"
 #include "core/config.h"
 #include "harness.h"
 
@@ -40,9 +41,31 @@ static void test_list_next(void)
     CHECK(!list_next(&empty, ':', item, sizeof item, &too_long));
 }
 
+/* SLUICE_AUTO_LARGE_AT: the longest prefix's size, the default elsewhere,
+ * bad items left out and counted. */
+static void test_auto_large_at(void)
+{
+    static struct auto_large_table t;
+
+    CHECK_EQ(auto_large_parse("/mnt/pfs=256K,/mnt/pfs/scratch/=0,/=2M", &t), 0);
+    CHECK_EQ(t.n, 3);
+    CHECK_EQ(auto_large_of(&t, "/mnt/pfs/run/out.nc", 1 << 20), 256 << 10);
+    CHECK_EQ(auto_large_of(&t, "/mnt/pfs/scratch/a", 1 << 20), 0);   /* (trailing slash normalised) */
+    CHECK_EQ(auto_large_of(&t, "/mnt/pfsx/a", 1 << 20), 2 << 20);    /* not under /mnt/pfs: "/" */
+    CHECK_EQ(auto_large_parse("/a/../b=4096,,", &t), 0);
+    CHECK_EQ(auto_large_of(&t, "/b/c", 7), 4096);
+    CHECK_EQ(auto_large_of(&t, "/a/c", 7), 7);
+    CHECK_EQ(auto_large_parse("rel=1M,/x=big,/y,/z=-1,/ok=1G", &t), 4);
+    CHECK_EQ(t.n, 1);
+    CHECK_EQ(auto_large_of(&t, "/ok/f", 0), 1 << 30);
+    CHECK_EQ(auto_large_parse("", &t), 0);
+    CHECK_EQ(auto_large_of(&t, "/any", 1 << 20), 1 << 20);
+}
+
 int main(void)
 {
     test_list_next();
+    test_auto_large_at();
     CHECK_STR(norm("/"), "/");
     CHECK_STR(norm("//a///b/"), "/a/b");
     CHECK_STR(norm("/a/./b/."), "/a/b");

@@ -32,12 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sluice.autolarge import PROFILE_SCHEMA, read_profile  # noqa: F401 (read_profile: this module's readers')
 from sluice.bench import sysinfo
 from sluice.bench.caches import CacheDropper
 from sluice.errors import UserError
 from sluice.paths import native
+from sluice.runner import sluice_env
 
-SCHEMA = "sluice-fs-profile 1"
+SCHEMA = PROFILE_SCHEMA
 PROGRAM = "sluice-bench-limits"
 RANDOM_READER = "sluice-bench-randread"
 # operation kind -> the program's phase; the profile's names are sluice's
@@ -45,6 +47,8 @@ RANDOM_READER = "sluice-bench-randread"
 META_PHASES = {"create": "create", "stat": "stat", "open": "openclose", "rename": "rename", "unlink": "unlink",
                "mkdir": "mkdir", "rmdir": "rmdir"}
 WRITE_SIZES = (4096, 64 << 10, 1 << 20)   # request sizes a write call is timed at (no fsync)
+# request sizes auto's two ways of writing a new file are timed at (auto_writes)
+AUTO_WRITE_SIZES = (4096, 64 << 10, 256 << 10, 1 << 20, 4 << 20)
 SMALL = 4096          # bytes of a small write or read (the per-call cost)
 SHARED_PIECE = 64 << 10
 # Five rounds give figures that agree within 20 % between runs on a quiet
@@ -195,6 +199,37 @@ class Calibration:
         f.unlink(missing_ok=True)
         return out
 
+    def auto_writes(self) -> dict[str, float]:
+        """One new file written in calls of each size under --mode auto,
+        both ways auto can take it: staged (--auto-large 0) and straight
+        through from its first write (--auto-large 1), each timed from the
+        program's start to its exit, so the staged time holds the publish
+        (no stage delay, the process's own drainers; the tier where `sluice
+        run` puts it). Seconds per call; what sluice.autolarge makes auto's
+        first-write size of."""
+        out: dict[str, float] = {}
+        f = self.work / "auto"
+        size = small_file_pages(self.size) * SMALL
+        logs = Path(tempfile.mkdtemp(prefix="sluice-calibrate-logs."))
+        try:
+            for req in AUTO_WRITE_SIZES:
+                for way, large in (("staged", "0"), ("direct", "1")):
+                    env = sluice_env(dict(os.environ), mode="auto", log_dir=logs, job_id="calibrate",
+                                     extra={"SLUICE_AUTO_LARGE": large, "SLUICE_STAGE_DELAY_MS": "0",
+                                            "SLUICE_QUIET": "1"})
+                    t0 = time.monotonic()
+                    p = subprocess.run([self.prog, "write", "--file", str(f), "--size", str(size), "--request-size",
+                                        str(req), "--no-fsync"], env=env, capture_output=True, text=True)
+                    wall = time.monotonic() - t0
+                    if p.returncode != 0:
+                        raise UserError(f"calibrate: {PROGRAM} under --mode auto failed ({p.returncode}): "
+                                        f"{p.stderr.strip()[-300:]}")
+                    out[f"auto_{way}_s_{req}"] = wall / max(1, -(-size // req))
+                    f.unlink(missing_ok=True)
+        finally:
+            shutil.rmtree(logs, ignore_errors=True)
+        return out
+
     def fsync(self) -> dict[str, float]:
         f = self.work / "fsync"
         r = self.one([self.prog, "fsync", "--file", str(f), "--files", "50", "--file-size", str(SMALL)])
@@ -237,6 +272,8 @@ class Calibration:
         self.settle()
         row.update(self.fsync())
         row.update(self.small_calls())
+        self.settle()
+        row.update(self.auto_writes())
         self.settle()
         row.update(self.shared_stripe())
         for p in self.procs:
@@ -298,6 +335,8 @@ def summarize(raw: list[dict[str, Any]], procs: list[int], nodes: int) -> dict[s
                          for q in WRITE_SIZES},
         "write_call_busy_s": {str(q): fig(lambda r, q=q: r.get(f"write_call_busy_s_{q}", float("nan")))
                               for q in WRITE_SIZES},
+        "auto_write_s": {str(q): {way: fig(lambda r, q=q, way=way: r.get(f"auto_{way}_s_{q}", float("nan")))
+                                  for way in ("staged", "direct")} for q in AUTO_WRITE_SIZES},
         "small_read_s": fig(lambda r: r["small_read_s"]),
         "random_read_s": fig(lambda r: r["random_read_s"]),
         "fsync_s": fig(lambda r: r["fsync_s"]),
@@ -346,15 +385,4 @@ def calibrate(target: Path, *, rounds: int = ROUNDS, files: int = 500, size: int
         **summarize(raw, procs, nodes),
         "rounds": raw,
     }
-    return doc
-
-
-def read_profile(path: Path) -> dict[str, Any]:
-    """A profile written by calibrate; a UserError naming what is wrong otherwise."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read the file-system profile {path}: {e}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise UserError(f"{path} is not a file-system profile of this sluice (want schema {SCHEMA!r})")
     return doc

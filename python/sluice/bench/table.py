@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sluice.autolarge import auto_large_of, size_text
 from sluice.bench.sysinfo import fs_label
 
 
@@ -125,8 +126,7 @@ def _spread(f: dict[str, float]) -> str:
 
 
 def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else (
-        f"{n >> 10} KiB" if n >= 1 << 10 and n % (1 << 10) == 0 else f"{n} B")
+    return size_text(n)
 
 
 def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
@@ -176,6 +176,15 @@ def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
     if busy:
         t.add_row(f"the same, every core busy: {', '.join(_size(int(q)) for q in busy)}",
                   " / ".join(_us(f["median"]) for f in busy.values()))
+    auto = d.get("auto_write_s") or {}   # (profiles made before it was measured have none)
+    for size, fig in auto.items():
+        t.add_row(f"a new file in {_size(int(size))} calls under auto, per call: staged / direct",
+                  f"{_us(fig['staged']['median'])} / {_us(fig['direct']['median'])}")
+    if auto:
+        a = auto_large_of(doc)
+        if a is not None:
+            t.add_row("auto's first-write size by these (sluice run --fs)",
+                      "every write" if a.large <= 1 else _size(a.large))
     t.add_row(f"{st['small']} B write + fsync", f"{_us(d['fsync_s']['median'])} {_spread(d['fsync_s'])}")
     sh = d["shared_stripe"]
     t.add_row("2 writers sharing stripes / apart", f"{fmt(sh['shared_MBps']['median'])} / "

@@ -293,6 +293,10 @@ OPTIONS = (
      "TOML file with the settings (docs/configuration.md lists its keys; options override it)."),
     (("--policy",), "policy", "many", "PREFIX=MODE", "Mode for paths under PREFIX (repeatable; the longest prefix wins)."),
     (("--path",), "paths", "many", "PREFIX", "Record only paths under PREFIX (repeatable; default: all but system paths)."),
+    (("--fs",), "fs_profile", "value", "FS.json",
+     "A file-system profile (sluice bench calibrate -o FS.json): on that file system, --mode auto sends a new "
+     "file straight through from the first-write size the profile measured a staged write no cheaper at "
+     "(docs/predict.md); elsewhere --auto-large."),
     (("--log-dir",), "log_dir", "value", None, "Where each process writes its log."),
     (("--job-id",), "job_id", "value", None, "Job identifier (default: the launcher's, else a new one)."),
     (("-q", "--quiet"), "quiet", "flag", None, "No messages from sluice."),
@@ -301,7 +305,7 @@ OPTIONS = (
 
 def _defaults() -> dict[str, object]:
     values: dict[str, object] = {
-        "mode": None, "config_file": os.environ.get("SLUICE_CONFIG"), "policy": (), "paths": (),
+        "mode": None, "config_file": os.environ.get("SLUICE_CONFIG"), "fs_profile": None, "policy": (), "paths": (),
         "log_dir": os.environ.get("SLUICE_LOG_DIR", "sluice-logs"), "job_id": None, "quiet": False}
     values.update((_generic_name(s), None) for s in generic_settings() if s.flag)
     return values
@@ -348,7 +352,8 @@ def quick_parse(args: list[str]) -> dict[str, object] | None:
 
 
 def run_from_options(mode: str | None, config_file: str | None, policy: tuple[str, ...], paths: tuple[str, ...],
-                     log_dir: str, job_id: str | None, quiet: bool, cmd: tuple[str, ...], **generic: object) -> int:
+                     log_dir: str, job_id: str | None, quiet: bool, cmd: tuple[str, ...],
+                     fs_profile: str | None = None, **generic: object) -> int:
     """`sluice run` with its parsed options; the exit status."""
     s = load_config(config_file) if config_file else RunSettings()
     if mode:
@@ -360,8 +365,26 @@ def run_from_options(mode: str | None, config_file: str | None, policy: tuple[st
         value = generic.get(_generic_name(setting))
         if value is not None:
             s.values[setting.env] = setting_value(setting, value, setting.flag)
+    if fs_profile:
+        _auto_large_by_profile(s, fs_profile, quiet)
     return run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
                extra_env=s.env())
+
+
+def _auto_large_by_profile(s: RunSettings, fs_profile: str, quiet: bool) -> None:
+    """--fs: auto's first-write size on the profiled file system by the
+    model (sluice.autolarge), as the first SLUICE_AUTO_LARGE_AT rule (the
+    user's own, given too, come after it and win for the same prefix);
+    said once, by the first rank, when some path runs in auto mode."""
+    from sluice import autolarge
+    a = autolarge.auto_large_of(autolarge.read_profile(fs_profile))
+    if a is None:
+        raise UserError(f"{fs_profile} holds no timings of staged against direct writes (made by an older "
+                        "sluice bench calibrate): calibrate again to use it with --fs")
+    own = s.values.get("SLUICE_AUTO_LARGE_AT", "")
+    s.values["SLUICE_AUTO_LARGE_AT"] = ",".join(x for x in (a.rule(), own) if x)
+    if not quiet and mpi_rank() in (None, 0) and "auto" in {s.mode, *(m for _, m in s.policy)}:
+        _say(f"sluice: {autolarge.describe(a)}")
 
 
 HELP = """Run CMD unchanged under sluice and record its I/O on both sides.

@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from sluice.autolarge import size_text
 from sluice.report.hdf5 import hdf5_table
 from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
@@ -232,6 +233,35 @@ def _mount_table(con: Console, job: Job) -> None:
     con.print(t)
 
 
+def _bytes_setting(text: str) -> int | None:
+    """A size as the library reads it (digits, then K, M or G)."""
+    t = text.strip()
+    shift = {"k": 10, "m": 20, "g": 30}.get(t[-1:].lower(), 0)
+    digits = t[:-1] if shift else t
+    return int(digits) << shift if digits.isdigit() else None
+
+
+def auto_first_write_sizes(job: Job) -> str:
+    """The first-write sizes from which auto sent a staged file straight
+    through, as its logs recorded them: the --fs profile's (or the user's)
+    rules by prefix, then --auto-large elsewhere; "" for logs made before
+    they were recorded."""
+    for l in job.logs:
+        default = _bytes_setting(l.info.get("auto_large", ""))
+        if default is None:
+            continue
+        parts = []
+        for item in filter(None, l.info.get("auto_large_at", "").split(",")):
+            prefix, _, size = item.rpartition("=")
+            n = _bytes_setting(size)
+            if prefix and n is not None:
+                parts.append(f"{size_text(n) if n > 1 else 'any size'} under {prefix}"
+                             if n else f"never under {prefix}")
+        parts.append(f"{size_text(default)} elsewhere" if parts else size_text(default))
+        return ", ".join(parts)
+    return ""
+
+
 def auto_choices(job: Job) -> list[tuple[str, str, int, int, str]]:
     """What --mode auto gave the job's opened files: (choice, why, files,
     opens, first path) for each choice some file got. A file opened in
@@ -241,8 +271,9 @@ def auto_choices(job: Job) -> list[tuple[str, str, int, int, str]]:
         "POSIX_OPENS", "POSIX_STAGED_OPENS", "POSIX_AUTO_DIRECT", "POSIX_AUTO_LOCAL"))
     below = [max(0, o - s - l) for o, s, l in zip(opened, staged, local)]
     rows = (
-        ("straight through", "staged at its create; its first write was large, which the file system takes at "
-         "full speed",
+        ("straight through", "staged at its create; its first write was large"
+         + (f" (at least {sizes})" if (sizes := auto_first_write_sizes(job)) else "")
+         + ", which the file system takes at full speed",
          direct, staged),
         ("staged", "created or truncated here, or reopened while staged: on the node-local tier",
          [s if not d else 0 for s, d in zip(staged, direct)], staged),
