@@ -872,6 +872,15 @@ def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_pat
             f["median"] > 0 for f in d[key].values()), key
     assert d["write_call_s"]["4096"] == d["small_write_s"]
     assert "every core busy" in cp.stdout
+    # a new file under --mode auto, staged and straight through (calibrate
+    # checked each run's counters), per call, publish included
+    auto = d["auto_write_s"]
+    assert sorted(int(q) for q in auto) == [4096, 65536, 256 << 10, 1 << 20, 4 << 20]
+    assert all(f[way]["median"] > 0 for f in auto.values() for way in ("staged", "direct"))
+    from sluice.autolarge import auto_large_of
+    a = auto_large_of(doc)
+    assert a is not None and a.mount == doc["filesystem"]["mount_point"] and a.large >= 1
+    assert "auto's first-write size" in cp.stdout
     assert d["shared_stripe"]["shared_MBps"]["median"] > 0 and d["shared_stripe"]["slowdown"]["median"] > 0
     assert doc["settings"]["caches_dropped"] is False
 

@@ -207,6 +207,8 @@ class Calibration:
         (no stage delay, the process's own drainers; the tier where `sluice
         run` puts it). Seconds per call; what sluice.autolarge makes auto's
         first-write size of."""
+        from sluice.report.model import load_job
+
         out: dict[str, float] = {}
         f = self.work / "auto"
         size = small_file_pages(self.size) * SMALL
@@ -214,9 +216,12 @@ class Calibration:
         try:
             for req in AUTO_WRITE_SIZES:
                 for way, large in (("staged", "0"), ("direct", "1")):
-                    env = sluice_env(dict(os.environ), mode="auto", log_dir=logs, job_id="calibrate",
+                    job = f"calibrate-{way}-{req}"
+                    # (--auto-local: on a node's own file system too, where
+                    # auto would only profile: what the tier would cost there)
+                    env = sluice_env(dict(os.environ), mode="auto", log_dir=logs, job_id=job,
                                      extra={"SLUICE_AUTO_LARGE": large, "SLUICE_STAGE_DELAY_MS": "0",
-                                            "SLUICE_QUIET": "1"})
+                                            "SLUICE_AUTO_LOCAL": "1", "SLUICE_QUIET": "1"})
                     t0 = time.monotonic()
                     p = subprocess.run([self.prog, "write", "--file", str(f), "--size", str(size), "--request-size",
                                         str(req), "--no-fsync"], env=env, capture_output=True, text=True)
@@ -224,6 +229,12 @@ class Calibration:
                     if p.returncode != 0:
                         raise UserError(f"calibrate: {PROGRAM} under --mode auto failed ({p.returncode}): "
                                         f"{p.stderr.strip()[-300:]}")
+                    # (the figure is auto's way only if auto took it: its own counters say)
+                    got = {x.path: x.app for x in load_job([logs], job).files}.get(str(f), {})
+                    if got.get("POSIX_STAGED_OPENS", 0) != 1 or got.get("POSIX_AUTO_DIRECT", 0) != (way == "direct"):
+                        raise UserError(f"calibrate: --mode auto did not take {f} {way} (its counters: staged opens "
+                                        f"{got.get('POSIX_STAGED_OPENS', 0)}, straight through "
+                                        f"{got.get('POSIX_AUTO_DIRECT', 0)})")
                     out[f"auto_{way}_s_{req}"] = wall / max(1, -(-size // req))
                     f.unlink(missing_ok=True)
         finally:

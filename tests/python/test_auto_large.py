@@ -1,0 +1,143 @@
+"""--mode auto's first-write size by the model: SLUICE_AUTO_LARGE_AT's
+rules by prefix in the library, the size sluice.autolarge finds in a
+calibrated profile, `sluice run --fs FS.json` handing it over, and
+`sluice predict` pricing auto with it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import NATIVE, REPO, file_entry, report_json, sluice
+
+from sluice.autolarge import auto_large_of, crossover
+from sluice.errors import UserError
+from sluice.report.model import load_job
+
+KIB = 1024
+MIB = 1 << 20
+
+
+def _write(path: Path, request: int, size: int = 2 * MIB) -> list[str]:
+    return [str(NATIVE / "sluice-bench-limits"), "write", "--file", str(path), "--size", str(size),
+            "--request-size", str(request), "--no-fsync"]
+
+
+def _script(*cmds: list[str]) -> list[str]:
+    return ["sh", "-c", " && ".join(" ".join(c) + " >/dev/null" for c in cmds)]
+
+
+def test_the_longest_prefix_rule_decides_a_staged_files_first_write(tmp_path, logdir):
+    """Under a/ (256 KiB) a file whose first write is 512 KiB goes straight
+    through and one of 128 KiB stays staged; under b/, outside the rule,
+    512 KiB stays staged (--auto-large's 1 MiB); a/deep/ has a rule of its
+    own (0: staged whatever the size). The bytes are a plain run's."""
+    work, plain = tmp_path / "w", tmp_path / "plain"
+    names = {"a/f512": 512 * KIB, "a/f128": 128 * KIB, "b/f512": 512 * KIB, "a/deep/f2m": 2 * MIB}
+    for root in (work, plain):
+        for d in ("a/deep", "b"):
+            (root / d).mkdir(parents=True)
+    sluice("run", "-q", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
+           "--path", str(work), "--auto-large-at", f"{work}/a=256K,{work}/a/deep=0",
+           "--", *_script(*(_write(work / n, q) for n, q in names.items())))
+    subprocess.run(_script(*(_write(plain / n, q) for n, q in names.items())), check=True)
+    report = report_json(logdir)
+    for name, request in names.items():
+        assert (work / name).read_bytes() == (plain / name).read_bytes(), name
+        e = file_entry(report, work / name)
+        direct = name == "a/f512"
+        assert e["app"]["POSIX_STAGED_OPENS"] == 1 and e["app"]["POSIX_AUTO_DIRECT"] == int(direct), name
+        # straight through: the program's own writes; staged: one publish of 2 MiB
+        assert e["fs"]["POSIX_WRITES"] == (2 * MIB // request if direct else 1), name
+    info = next(l for l in load_job([logdir]).logs if l.info.get("auto_large"))
+    assert info.info["auto_large"] == str(MIB) and info.info["auto_large_at"] == f"{work}/a=256K,{work}/a/deep=0"
+    text = sluice("report", str(logdir)).stdout
+    assert f"at least 256 KiB under {work}/a, never under {work}/a/deep, 1 MiB elsewhere" in " ".join(text.split())
+
+
+def _profile(mount: Path, staged: dict[int, float], direct: dict[int, float]) -> dict:
+    return {"schema": "sluice-fs-profile 1", "measured": "2026-12-03T07:00:00+0000", "target": str(mount),
+            "filesystem": {"type": "fuse.mfs", "mount_point": str(mount)},
+            "data": {"auto_write_s": {str(q): {"staged": {"median": staged[q]}, "direct": {"median": direct[q]}}
+                                      for q in staged}}}
+
+
+# staged cheaper up to 256 KiB, dearer from 1 MiB (the testbed's shape, bench/results)
+STAGED = {4096: 36e-6, 65536: 477e-6, 262144: 1.68e-3, 1 << 20: 6.99e-3, 4 << 20: 32e-3}
+DIRECT = {4096: 126e-6, 65536: 573e-6, 262144: 1.82e-3, 1 << 20: 6.24e-3, 4 << 20: 28.8e-3}
+
+
+def test_the_size_is_where_staging_stops_paying():
+    # between 256 KiB (staged 0.14 ms cheaper) and 1 MiB (0.75 ms dearer), on the log of the size
+    assert crossover(STAGED, DIRECT) == 320 * KIB
+    assert crossover({1: 2.0, 2: 3.0}, {1: 1.0, 2: 1.0}) == 1          # staging never cheaper: every write
+    assert crossover({4096: 1.0, 8192: 1.0}, {4096: 2.0, 8192: 2.0}) == 16384   # always: twice the largest
+    # a size where the rounds' noise made staging cheaper again below does not count: the last crossing
+    noisy = {4096: -1.0, 65536: 1.0, 262144: -1.0, 1 << 20: 1.0}
+    x = crossover({q: 5.0 + d for q, d in noisy.items()}, dict.fromkeys(noisy, 5.0))
+    assert 262144 < x <= 1 << 20 and x % 4096 == 0
+    assert auto_large_of({"data": {}}) is None
+
+
+def test_run_fs_gives_auto_the_profiles_size_on_its_file_system(tmp_path, logdir):
+    work = tmp_path / "w"
+    work.mkdir()
+    fs = tmp_path / "fs.json"
+    fs.write_text(json.dumps(_profile(work, STAGED, DIRECT)))
+    cp = sluice("run", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir), "--path",
+                str(work), "--fs", str(fs), "--", *_script(_write(work / "big", 512 * KIB),
+                                                           _write(work / "small", 256 * KIB)))
+    assert (f"sluice: auto on {work} (fuse.mfs, calibrated 2026-12-03T07:00:00+0000): a staged file goes straight "
+            "through at a first write of 320 KiB or more (staged 1.68 ms against direct 1.82 ms a 256 KiB call, "
+            "6.99 against 6.24 ms a 1 MiB one)") in cp.stderr
+    report = report_json(logdir)
+    assert file_entry(report, work / "big")["app"]["POSIX_AUTO_DIRECT"] == 1
+    assert file_entry(report, work / "small")["app"]["POSIX_AUTO_DIRECT"] == 0
+    # the user's own rule for the same prefix comes after the profile's and wins
+    cp = sluice("run", "-q", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(tmp_path / "l2"),
+                "--path", str(work), "--fs", str(fs), "--auto-large-at", f"{work}=0", "--",
+                *_script(_write(work / "big", 512 * KIB)))
+    assert file_entry(report_json(tmp_path / "l2"), work / "big")["app"]["POSIX_AUTO_DIRECT"] == 0
+    assert cp.stderr == ""
+
+
+def test_run_fs_with_a_profile_it_cannot_use_is_one_line_and_runs_nothing(tmp_path, logdir):
+    marker = tmp_path / "ran"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"schema": "sluice-fs-profile 1", "data": {}}))
+    for bad, says in ((old, "holds no timings of staged against direct writes"),
+                      (tmp_path / "missing.json", "cannot read the file-system profile"),
+                      (REPO / "pyproject.toml", "cannot read the file-system profile")):
+        cp = sluice("run", "--mode", "auto", "--log-dir", str(logdir), "--fs", str(bad), "--", "touch", str(marker),
+                    check=False)
+        assert cp.returncode != 0 and says in cp.stderr and "Traceback" not in cp.stderr, cp.stderr
+        assert len(cp.stderr.strip().splitlines()) == 1 and not marker.exists()
+
+
+def test_predict_prices_auto_with_the_profiles_size(tmp_path, logdir):
+    """A traced job whose file's first write is 512 KiB: with --auto-large's
+    1 MiB auto stages it (its publish: one create, no seek); with a profile
+    whose size is 320 KiB, it goes straight through (the empty file's
+    publish, the program's descriptor reopened and moved: one more open and
+    a seek)."""
+    from sluice.predict import predict
+
+    work = tmp_path / "w"
+    work.mkdir()
+    sluice("run", "-q", "--mode", "profile", "--trace", "10000", "--log-dir", str(logdir), "--path", str(work),
+           "--", *_write(work / "ckpt", 512 * KIB))
+    calibrated = json.loads((REPO / "bench/results/calibrate-testbed-delay0us-5a82684.json").read_text())
+    job = load_job([logdir])
+    before = predict(job, calibrated)
+    calibrated["data"]["auto_write_s"] = _profile(work, STAGED, DIRECT)["data"]["auto_write_s"]
+    after = predict(job, calibrated)
+    assert before["file_system"]["auto_large"] == MIB and after["file_system"]["auto_large"] == 320 * KIB
+    a, b = before["modes"]["auto"]["fs"], after["modes"]["auto"]["fs"]
+    assert a["POSIX_SEEKS"] == 0 and b["POSIX_SEEKS"] == 1
+    assert b["POSIX_OPENS"] == a["POSIX_OPENS"] + 1
+    assert b["POSIX_WRITES"] >= a["POSIX_WRITES"] == 1
+    with pytest.raises(UserError):
+        from sluice.autolarge import read_profile
+        read_profile(tmp_path / "none.json")
