@@ -44,6 +44,13 @@ class AutoLarge:
     direct_s: dict[int, float]      # the same, straight through
     why: str                        # one line
 
+    @property
+    def nothing_to_gain(self) -> bool:
+        """Staging was dearer at every measured size: the file system's calls
+        cost less than the tier's copy, so buffering gains nothing either
+        and auto leaves the files there to profile mode."""
+        return self.large <= 1
+
     def rule(self) -> str:
         """The SLUICE_AUTO_LARGE_AT item."""
         return f"{self.mount}={self.large}"
@@ -123,6 +130,8 @@ def size_text(n: int) -> str:
 
 def describe(a: AutoLarge) -> str:
     """The line `sluice run` says."""
-    at = "every first write" if a.large <= 1 else f"a first write of {size_text(a.large)} or more"
+    if a.nothing_to_gain:
+        return (f"auto on {a.mount} ({a.fstype}, calibrated {a.measured}): nothing to gain, its files are only "
+                f"profiled ({a.why})")
     return (f"auto on {a.mount} ({a.fstype}, calibrated {a.measured}): a staged file goes straight through at "
-            f"{at} ({a.why})")
+            f"a first write of {size_text(a.large)} or more ({a.why})")

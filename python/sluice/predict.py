@@ -1103,7 +1103,9 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         except replay_mod.ReplayError as e:
             replay_failed = str(e)   # (said in the output: buffer mode then comes from the counters)
     computing = busy_share(job, per_proc, sysfs.cpus)
-    local = fstype in LOCAL_TYPES   # auto leaves a file of the node's own file system to profile
+    # auto leaves a file of the node's own file system to profile, and one
+    # where the profile found staging paid at no size (`sluice run --fs`)
+    local = fstype in LOCAL_TYPES or bool(by_model and by_model.nothing_to_gain)
     out: dict[str, Any] = {
         "file_system": {"name": sysfs.name, "calibrated": sysfs.calibrated, "auto_large": large,
                         "auto_large_why": by_model.why if by_model else "--auto-large's default"},

@@ -103,6 +103,18 @@ def test_run_fs_gives_auto_the_profiles_size_on_its_file_system(tmp_path, logdir
     assert cp.stderr == ""
 
 
+def test_run_fs_leaves_a_file_system_where_staging_never_paid_to_profile(tmp_path, logdir):
+    work = tmp_path / "w"
+    work.mkdir()
+    fs = tmp_path / "fast.json"
+    fs.write_text(json.dumps(_profile(work, {q: 2 * t for q, t in DIRECT.items()}, DIRECT)))
+    cp = sluice("run", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir), "--path",
+                str(work), "--fs", str(fs), "--", *_script(_write(work / "f", 4096, 64 * KIB)))
+    assert "nothing to gain, its files are only profiled (staging was cheaper at no measured size)" in cp.stderr
+    e = file_entry(report_json(logdir), work / "f")
+    assert e["app"]["POSIX_STAGED_OPENS"] == 0 and e["fs"]["POSIX_WRITES"] == e["app"]["POSIX_WRITES"] == 16
+
+
 def test_run_fs_with_a_profile_it_cannot_use_is_one_line_and_runs_nothing(tmp_path, logdir):
     marker = tmp_path / "ran"
     old = tmp_path / "old.json"

@@ -383,6 +383,8 @@ def _auto_large_by_profile(s: RunSettings, fs_profile: str, quiet: bool) -> None
                         "sluice bench calibrate): calibrate again to use it with --fs")
     own = s.values.get("SLUICE_AUTO_LARGE_AT", "")
     s.values["SLUICE_AUTO_LARGE_AT"] = ",".join(x for x in (a.rule(), own) if x)
+    if a.nothing_to_gain and s.mode == "auto" and all(p != a.mount for p, _ in s.policy):
+        s.policy.insert(0, (a.mount, "profile"))   # (the user's own rules still win where longer)
     if not quiet and mpi_rank() in (None, 0) and "auto" in {s.mode, *(m for _, m in s.policy)}:
         _say(f"sluice: {autolarge.describe(a)}")
 
