@@ -34,14 +34,10 @@ sys.path.insert(0, str(REPO / "python"))
 from sluice.autolarge import auto_large_of, read_profile, size_text  # noqa: E402
 from sluice.paths import native  # noqa: E402
 from sluice.report.model import load_job  # noqa: E402
+from sluice.settings import parse_size  # noqa: E402
 
 SIZES = (64 << 10, 256 << 10, 512 << 10, 1 << 20, 4 << 20)
 VARIANTS = ("plain", "profile", "staged", "direct", "default", "model")
-
-
-def _bytes(text: str) -> int:
-    shift = {"K": 10, "M": 20, "G": 30}.get(text[-1:].upper(), 0)
-    return int(text[:-1] if shift else text) << shift
 
 
 def job_script(work: Path, procs: int, files: int, size: int, request: int) -> str:
@@ -84,8 +80,8 @@ def main() -> None:
     model = auto_large_of(read_profile(a.fs))
     if model is None:
         sys.exit(f"{a.fs}: no staged-against-direct figures (calibrate again)")
-    sizes = [_bytes(s) for s in a.sizes.split(",")]
-    size = _bytes(a.file_size)
+    sizes = [parse_size(s, '--sizes') for s in a.sizes.split(",")]
+    size = parse_size(a.file_size, '--file-size')
     work = Path(tempfile.mkdtemp(prefix="sluice-auto-large.", dir=a.target))
     got: dict[int, dict[str, list[float]]] = {q: {v: [] for v in VARIANTS} for q in sizes}
     try:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sluice.autolarge import size_text
+from sluice.errors import UserError
 from sluice.report.hdf5 import hdf5_table
 from sluice.report.pnetcdf import pnetcdf_table
 from sluice.report.model import Job
@@ -17,6 +18,7 @@ from sluice.report.summary import (ACCESS_KINDS, natural_key, access_kinds, comm
                                    directory_rows, distinct, host_rows, module_times, mount_summary, one_line,
                                    ranks_text, runtime_left_out, signal_rows, signals_text, user_of, user_text, utc)
 from sluice.report.tables import any_positive, column_values
+from sluice.settings import parse_size
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS"]
 BUCKET_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"]
@@ -234,11 +236,11 @@ def _mount_table(con: Console, job: Job) -> None:
 
 
 def _bytes_setting(text: str) -> int | None:
-    """A size as the library reads it (digits, then K, M or G)."""
-    t = text.strip()
-    shift = {"k": 10, "m": 20, "g": 30}.get(t[-1:].lower(), 0)
-    digits = t[:-1] if shift else t
-    return int(digits) << shift if digits.isdigit() else None
+    """A size as the library reads it (digits, then K, M or G); None if not one."""
+    try:
+        return parse_size(text, "") if text else None
+    except UserError:
+        return None
 
 
 def auto_first_write_sizes(job: Job) -> str:
