@@ -11,7 +11,7 @@ included (``data.auto_write_s``: per call, staged and direct); the size
 from which the staged write is no cheaper at that and every larger
 measured size is where auto should switch. ``sluice run --fs FS.json``
 hands it to the library for the profile's mount point
-(SLUICE_AUTO_LARGE_AT); ``sluice predict`` prices auto with the same size.
+(SLUICE_DIRECT_FROM); ``sluice predict`` prices auto with the same size.
 
 Kept apart from sluice.predict: `sluice run` imports it in every process
 of a job and loads no more than this.
@@ -52,7 +52,7 @@ class AutoLarge:
         return self.large <= 1
 
     def rule(self) -> str:
-        """The SLUICE_AUTO_LARGE_AT item."""
+        """The SLUICE_DIRECT_FROM item."""
         return f"{self.mount}={self.large}"
 
 

@@ -651,12 +651,13 @@ def stage_lookups(files: list[FileTotals], per_proc: Mapping[str, Mapping[int, M
 
 def published(mode: str, f: FileTotals, local: bool, direct: bool | None = None) -> bool:
     """Under mode the file lives on the tier and reaches the file system as
-    its publish (auto: unless it goes straight through at its first write,
-    auto_direct; by default, --auto-large's rule on the size buckets)."""
-    if mode == "stage":
-        return staged(f.app)
+    its publish, unless it goes straight through at its first write (direct:
+    auto_direct; by default, auto's --auto-large on the size buckets, and
+    never under stage)."""
     if direct is None:
-        direct = large_writes_only(f.app)
+        direct = mode == "auto" and large_writes_only(f.app)
+    if mode == "stage":
+        return staged(f.app) and not direct
     return mode == "auto" and not local and staged(f.app) and not direct
 
 
@@ -955,7 +956,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     # auto's large first write: the empty file published (a create), the
     # program's descriptor reopened on it where it stood (an open and a
     # seek), then straight through, as buffer mode
-    went_direct = mode == "auto" and staged(f.app)
+    went_direct = mode in ("auto", "stage") and staged(f.app)
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -1079,8 +1080,10 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
-    goes_direct = {f.path: auto_direct(f, large, next((n for _, op, _, n, _ in events.get(f.path, []) if op == 1),
-                                                      None) if f.path in events else None) for f in files}
+    auto_goes = {f.path: auto_direct(f, large, next((n for _, op, _, n, _ in events.get(f.path, []) if op == 1),
+                                                    None) if f.path in events else None) for f in files}
+    # (stage goes straight through only by a profile's size: `sluice run --fs`)
+    direct_by_mode = {"auto": auto_goes, "stage": auto_goes if by_model else dict.fromkeys(auto_goes, False)}
     on_tier = {f.path for f in files if staged(f.app)} | tier_names
     busy = BusyTime([(e[0], e[4]) for p in on_tier for e in events.get(p, [])])
     later: dict[str, dict[str, float]] = {}
@@ -1127,7 +1130,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
         # STAGE_DRAINERS at once: each call waits as long as the file
         # system takes for that many (a file published while the job ran,
         # its delay after its close, goes on its own)
-        at_end = sum(1 for f in files if published(mode, f, local, goes_direct[f.path]) and f.path not in helpers
+        goes_direct = direct_by_mode.get(mode, {})
+        at_end = sum(1 for f in files if published(mode, f, local, goes_direct.get(f.path)) and f.path not in helpers
                      and f.path not in later and _v(f.app, "POSIX_UNLINKS") == 0)
         end_conc = max(1, min(STAGE_DRAINERS, round(at_end * factor)))
         for f in files:
@@ -1135,10 +1139,10 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
                                 f.path in helpers, replayed_file(f, replayed, streams), later.get(f.path),
-                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct[f.path]).items()}
+                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct.get(f.path)).items()}
             for k, x in one.items():
                 total[k] += x
-            if published(mode, f, local, goes_direct[f.path]) and f.path not in helpers:
+            if published(mode, f, local, goes_direct.get(f.path)) and f.path not in helpers:
                 # the publish is the job drainer's; the look-ups the program's
                 publish = dict(one, POSIX_STATS=one["POSIX_STATS"] - looked * factor)
                 spent = io_seconds_by_kind(publish, sysfs, 1 if f.path in later else end_conc,

@@ -1,4 +1,4 @@
-/* --mode auto's first-write size by path; see autolarge.h. */
+/* The first-write size from which a staged file goes straight through, by path; see autolarge.h. */
 #include "core/autolarge.h"
 
 #include <limits.h>
@@ -56,13 +56,13 @@ static struct auto_large_table auto_large_table;
 
 void sluice_auto_large_init(void)
 {
-    int bad = auto_large_parse(sluice_cfg.auto_large_at, &auto_large_table);
+    int bad = auto_large_parse(sluice_cfg.direct_from, &auto_large_table);
     if (bad)
-        sluice_diag("SLUICE_AUTO_LARGE_AT='%.200s': %d item%s not /PREFIX=SIZE; left out", sluice_cfg.auto_large_at,
+        sluice_diag("SLUICE_DIRECT_FROM='%.200s': %d item%s not /PREFIX=SIZE; left out", sluice_cfg.direct_from,
                     bad, bad == 1 ? " is" : "s are");
 }
 
-int64_t sluice_auto_large(const char *abs_path)
+int64_t sluice_auto_large(const char *abs_path, int auto_mode)
 {
-    return auto_large_of(&auto_large_table, abs_path, sluice_cfg.auto_large);
+    return auto_large_of(&auto_large_table, abs_path, auto_mode ? sluice_cfg.auto_large : 0);
 }

@@ -1,8 +1,9 @@
 /*
- * --mode auto's first-write size by path (SLUICE_AUTO_LARGE_AT,
- * "PREFIX=SIZE[,PREFIX=SIZE...]"): a staged file under PREFIX goes straight
- * to the shared file system at a first write of at least SIZE; elsewhere
- * SLUICE_AUTO_LARGE decides. The longest matching prefix wins. `sluice run
+ * The first-write size from which a staged file goes straight through, by
+ * path (SLUICE_DIRECT_FROM, "PREFIX=SIZE[,PREFIX=SIZE...]"): a staged file
+ * under PREFIX goes to the shared file system at a first write of at least
+ * SIZE, in stage and in auto mode; elsewhere auto's SLUICE_AUTO_LARGE
+ * decides, and stage mode keeps every file on the tier. The longest matching prefix wins. `sluice run
  * --fs FS.json` writes one rule for the calibrated file system's mount
  * point: the size from which calibrate found a staged write no cheaper
  * than a direct one there (python/sluice/predict.py, auto_large_of), so
@@ -37,9 +38,10 @@ int auto_large_parse(const char *spec, struct auto_large_table *t);
  * else dflt. */
 int64_t auto_large_of(const struct auto_large_table *t, const char *abs_path, int64_t dflt);
 
-/* The process's table, from sluice_cfg.auto_large_at (constructor; a bad
- * item is said once on stderr), and the size for a path by it. */
+/* The process's table, from sluice_cfg.direct_from (constructor; a bad
+ * item is said once on stderr), and the size for a path by it: a rule's,
+ * else SLUICE_AUTO_LARGE for auto mode's file, 0 (never) for stage's. */
 void sluice_auto_large_init(void);
-int64_t sluice_auto_large(const char *abs_path);
+int64_t sluice_auto_large(const char *abs_path, int auto_mode);
 
 #endif

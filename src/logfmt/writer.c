@@ -457,8 +457,9 @@ static void emit(struct out *o, enum content what, const struct source *src)
         out_u32(o, src->end_reason);
         const char *signame = src->end_reason == SLUICE_END_FATAL ? fatal_signal_name(sluice_proc.fatal_signal) : NULL;
         long runtime_left_out = sluice_policy_runtime_left_out();
-        /* (auto's first-write sizes, for the report to say what decided) */
-        int autos = (sluice_policy_modes_used() & (1u << SLUICE_MODE_AUTO)) != 0;
+        /* (the first-write sizes of auto and --direct-from, for the report
+         * to say what decided) */
+        int autos = (sluice_policy_modes_used() & (1u << SLUICE_MODE_AUTO | 1u << SLUICE_MODE_STAGE)) != 0;
         out_u32(o, 10 + (signame != NULL) + (runtime_left_out > 0) + 2 * autos);
         out_kv(o, "job_id", sluice_proc.job_id);
         out_kv(o, "host", sluice_proc.host);
@@ -480,7 +481,7 @@ static void emit(struct out *o, enum content what, const struct source *src)
         if (autos) {
             snprintf(num, sizeof num, "%lld", (long long)sluice_cfg.auto_large);
             out_kv(o, "auto_large", num);
-            out_kv(o, "auto_large_at", sluice_cfg.auto_large_at);
+            out_kv(o, "direct_from", sluice_cfg.direct_from);
         }
         out_mounts(o);
         break;

@@ -134,9 +134,10 @@ static ssize_t stage_read(struct sluice_file *f, int level, void *buf, size_t n,
     return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(read)(f->fd, buf, n) : SLUICE_REAL(pread)(f->fd, buf, n, off)));
 }
 
-/* --mode auto at a staged file's first write: a write the shared file
- * system takes at full speed (SLUICE_AUTO_LARGE and up, or SLUICE_AUTO_LARGE_AT's
- * size under its prefix: where calibrate measured it) gains nothing from
+/* --mode auto at a staged file's first write (and --mode stage, under a
+ * SLUICE_DIRECT_FROM prefix): a write the shared file system takes at full
+ * speed (SLUICE_DIRECT_FROM's size under its prefix, where calibrate
+ * measured it; elsewhere, auto's SLUICE_AUTO_LARGE and up) gains nothing from
  * the tier, which would write the bytes twice and hold them in node memory
  * until then. The file, empty still, goes to the shared file system now
  * and straight through from then on. Only a file this
@@ -147,9 +148,9 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
 {
     struct staged *s = d->s;
 
-    if (f->mode != SLUICE_MODE_AUTO || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
+    if ((f->mode != SLUICE_MODE_AUTO && f->mode != SLUICE_MODE_STAGE) || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
         return 0;
-    int64_t large = f->rec ? sluice_auto_large(f->rec->path) : sluice_cfg.auto_large;
+    int64_t large = sluice_auto_large(f->rec ? f->rec->path : "", f->mode == SLUICE_MODE_AUTO);
     if (large <= 0)
         return 0;
     pthread_mutex_lock(&stage_st.lock);

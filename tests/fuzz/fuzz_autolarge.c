@@ -1,5 +1,5 @@
 /*
- * Fuzz target for SLUICE_AUTO_LARGE_AT ("PREFIX=SIZE[,...]",
+ * Fuzz target for SLUICE_DIRECT_FROM ("PREFIX=SIZE[,...]",
  * src/core/autolarge.c): any string either gives rules whose prefixes are
  * absolute, normalised, NUL-terminated inside the table and of the length
  * recorded, or leaves items out; a look-up never reads outside them.

@@ -1,4 +1,4 @@
-"""--mode auto's first-write size by the model: SLUICE_AUTO_LARGE_AT's
+"""--mode auto's first-write size by the model: SLUICE_DIRECT_FROM's
 rules by prefix in the library, the size sluice.autolarge finds in a
 calibrated profile, `sluice run --fs FS.json` handing it over, and
 `sluice predict` pricing auto with it."""
@@ -40,7 +40,7 @@ def test_the_longest_prefix_rule_decides_a_staged_files_first_write(tmp_path, lo
         for d in ("a/deep", "b"):
             (root / d).mkdir(parents=True)
     sluice("run", "-q", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
-           "--path", str(work), "--auto-large-at", f"{work}/a=256K,{work}/a/deep=0",
+           "--path", str(work), "--direct-from", f"{work}/a=256K,{work}/a/deep=0",
            "--", *_script(*(_write(work / n, q) for n, q in names.items())))
     subprocess.run(_script(*(_write(plain / n, q) for n, q in names.items())), check=True)
     report = report_json(logdir)
@@ -52,9 +52,28 @@ def test_the_longest_prefix_rule_decides_a_staged_files_first_write(tmp_path, lo
         # straight through: the program's own writes; staged: one publish of 2 MiB
         assert e["fs"]["POSIX_WRITES"] == (2 * MIB // request if direct else 1), name
     info = next(l for l in load_job([logdir]).logs if l.info.get("auto_large"))
-    assert info.info["auto_large"] == str(MIB) and info.info["auto_large_at"] == f"{work}/a=256K,{work}/a/deep=0"
+    assert info.info["auto_large"] == str(MIB) and info.info["direct_from"] == f"{work}/a=256K,{work}/a/deep=0"
     text = sluice("report", str(logdir)).stdout
     assert f"at least 256 KiB under {work}/a, never under {work}/a/deep, 1 MiB elsewhere" in " ".join(text.split())
+
+
+def test_stage_mode_goes_straight_through_only_under_a_direct_from_rule(tmp_path, logdir):
+    """Stage mode keeps every file on the tier (no --auto-large), but under a
+    --direct-from prefix (what `sluice run --fs` sets) a first write of at
+    least its size goes straight through, as under auto."""
+    work = tmp_path / "w"
+    for d in ("a", "b"):
+        (work / d).mkdir(parents=True)
+    sluice("run", "-q", "--mode", "stage", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir),
+           "--path", str(work), "--direct-from", f"{work}/a=256K",
+           "--", *_script(_write(work / "a/big", 4 * MIB, 8 * MIB), _write(work / "b/big", 4 * MIB, 8 * MIB)))
+    report = report_json(logdir)
+    a, b = file_entry(report, work / "a/big"), file_entry(report, work / "b/big")
+    assert a["app"]["POSIX_AUTO_DIRECT"] == 1 and b["app"]["POSIX_AUTO_DIRECT"] == 0
+    assert a["app"]["POSIX_STAGED_OPENS"] == b["app"]["POSIX_STAGED_OPENS"] == 1
+    assert (work / "a/big").stat().st_size == (work / "b/big").stat().st_size == 8 * MIB
+    text = " ".join(sluice("report", str(logdir)).stdout.split())
+    assert f"of them 1 went straight through at a first write of at least 256 KiB under {work}/a" in text
 
 
 def _profile(mount: Path, staged: dict[int, float], direct: dict[int, float]) -> dict:
@@ -97,7 +116,7 @@ def test_run_fs_gives_auto_the_profiles_size_on_its_file_system(tmp_path, logdir
     assert file_entry(report, work / "small")["app"]["POSIX_AUTO_DIRECT"] == 0
     # the user's own rule for the same prefix comes after the profile's and wins
     cp = sluice("run", "-q", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(tmp_path / "l2"),
-                "--path", str(work), "--fs", str(fs), "--auto-large-at", f"{work}=0", "--",
+                "--path", str(work), "--fs", str(fs), "--direct-from", f"{work}=0", "--",
                 *_script(_write(work / "big", 512 * KIB)))
     assert file_entry(report_json(tmp_path / "l2"), work / "big")["app"]["POSIX_AUTO_DIRECT"] == 0
     assert cp.stderr == ""

@@ -41,9 +41,9 @@ static void test_list_next(void)
     CHECK(!list_next(&empty, ':', item, sizeof item, &too_long));
 }
 
-/* SLUICE_AUTO_LARGE_AT: the longest prefix's size, the default elsewhere,
+/* SLUICE_DIRECT_FROM: the longest prefix's size, the default elsewhere,
  * bad items left out and counted. */
-static void test_auto_large_at(void)
+static void test_direct_from(void)
 {
     static struct auto_large_table t;
 
@@ -65,7 +65,7 @@ static void test_auto_large_at(void)
 int main(void)
 {
     test_list_next();
-    test_auto_large_at();
+    test_direct_from();
     CHECK_STR(norm("/"), "/");
     CHECK_STR(norm("//a///b/"), "/a/b");
     CHECK_STR(norm("/a/./b/."), "/a/b");

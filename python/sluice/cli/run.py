@@ -294,9 +294,9 @@ OPTIONS = (
     (("--policy",), "policy", "many", "PREFIX=MODE", "Mode for paths under PREFIX (repeatable; the longest prefix wins)."),
     (("--path",), "paths", "many", "PREFIX", "Record only paths under PREFIX (repeatable; default: all but system paths)."),
     (("--fs",), "fs_profile", "value", "FS.json",
-     "A file-system profile (sluice bench calibrate -o FS.json): on that file system, --mode auto sends a new "
-     "file straight through from the first-write size the profile measured a staged write no cheaper at "
-     "(docs/predict.md); elsewhere --auto-large."),
+     "A file-system profile (sluice bench calibrate -o FS.json): on that file system, --mode auto and stage send "
+     "a new file straight through from the first-write size the profile measured a staged write no cheaper at "
+     "(docs/predict.md); elsewhere auto's --auto-large, and stage keeps every file on the tier."),
     (("--log-dir",), "log_dir", "value", None, "Where each process writes its log."),
     (("--job-id",), "job_id", "value", None, "Job identifier (default: the launcher's, else a new one)."),
     (("-q", "--quiet"), "quiet", "flag", None, "No messages from sluice."),
@@ -373,19 +373,20 @@ def run_from_options(mode: str | None, config_file: str | None, policy: tuple[st
 
 def _auto_large_by_profile(s: RunSettings, fs_profile: str, quiet: bool) -> None:
     """--fs: auto's first-write size on the profiled file system by the
-    model (sluice.autolarge), as the first SLUICE_AUTO_LARGE_AT rule (the
+    model (sluice.autolarge), as the first SLUICE_DIRECT_FROM rule (the
     user's own, given too, come after it and win for the same prefix);
-    said once, by the first rank, when some path runs in auto mode."""
+    said once, by the first rank, when some path runs in auto or stage mode
+    (stage, too, sends a file straight through by it)."""
     from sluice import autolarge
     a = autolarge.auto_large_of(autolarge.read_profile(fs_profile))
     if a is None:
         raise UserError(f"{fs_profile} holds no timings of staged against direct writes (made by an older "
                         "sluice bench calibrate): calibrate again to use it with --fs")
-    own = s.values.get("SLUICE_AUTO_LARGE_AT", "")
-    s.values["SLUICE_AUTO_LARGE_AT"] = ",".join(x for x in (a.rule(), own) if x)
+    own = s.values.get("SLUICE_DIRECT_FROM", "")
+    s.values["SLUICE_DIRECT_FROM"] = ",".join(x for x in (a.rule(), own) if x)
     if a.nothing_to_gain and s.mode == "auto" and all(p != a.mount for p, _ in s.policy):
         s.policy.insert(0, (a.mount, "profile"))   # (the user's own rules still win where longer)
-    if not quiet and mpi_rank() in (None, 0) and "auto" in {s.mode, *(m for _, m in s.policy)}:
+    if not quiet and mpi_rank() in (None, 0) and {"auto", "stage"} & {s.mode, *(m for _, m in s.policy)}:
         _say(f"sluice: {autolarge.describe(a)}")
 
 

@@ -124,6 +124,12 @@ def render(job: Job, top: int = 10, width: int = 110) -> str:
         con.print(f"Node-local tier (stage/auto): {len(staged):,} file{'s' if len(staged) != 1 else ''} staged "
                   f"({opens:,} open{'s' if opens != 1 else ''} served by the tier); {max(0, others):,} other opened "
                   f"file{'s' if others != 1 else ''} went to the tier below (auto: buffer)", soft_wrap=True)
+        direct = sum(1 for f in staged if f.app.get("POSIX_AUTO_DIRECT", 0))
+        if direct and "auto" not in {l.info.get("mode") for l in job.logs}:
+            # (stage mode under --direct-from; auto's table below says it for auto)
+            sizes = auto_first_write_sizes(job)
+            con.print(f"  of them {direct:,} went straight through at a first write "
+                      f"{'of at least ' + sizes if sizes else 'large enough'} (--direct-from)", soft_wrap=True)
     _auto_table(con, job)
     _layout_table(con, job, top)
     return buf.getvalue()
@@ -244,22 +250,25 @@ def _bytes_setting(text: str) -> int | None:
 
 
 def auto_first_write_sizes(job: Job) -> str:
-    """The first-write sizes from which auto sent a staged file straight
-    through, as its logs recorded them: the --fs profile's (or the user's)
-    rules by prefix, then --auto-large elsewhere; "" for logs made before
-    they were recorded."""
+    """The first-write sizes from which a staged file went straight through,
+    as the logs recorded them: the --fs profile's (or the user's) rules by
+    prefix (--direct-from), then auto's --auto-large elsewhere (stage mode:
+    never); "" for logs made before they were recorded."""
     for l in job.logs:
         default = _bytes_setting(l.info.get("auto_large", ""))
         if default is None:
             continue
+        if l.info.get("mode") == "stage":
+            default = 0
         parts = []
-        for item in filter(None, l.info.get("auto_large_at", "").split(",")):
+        for item in filter(None, l.info.get("direct_from", "").split(",")):
             prefix, _, size = item.rpartition("=")
             n = _bytes_setting(size)
             if prefix and n is not None:
                 parts.append(f"{size_text(n) if n > 1 else 'any size'} under {prefix}"
                              if n else f"never under {prefix}")
-        parts.append(f"{size_text(default)} elsewhere" if parts else size_text(default))
+        if default:
+            parts.append(f"{size_text(default)} elsewhere" if parts else size_text(default))
         return ", ".join(parts)
     return ""
 
