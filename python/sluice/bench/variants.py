@@ -22,6 +22,7 @@ class Variant:
     mode: str | None  # the ``sluice run --mode`` value; None = the program alone
     help: str
     layout: str | None = None  # the ``sluice run --layout`` value (new files' layout on CephFS, Lustre)
+    fs_profile: str | None = None  # the ``sluice run --fs`` profile (stage and auto: straight through by it)
 
     def command(self, argv: list[str], log_dir: Path | None, paths: Sequence[Path] = ()) -> list[str]:
         """The command line that runs ``argv`` as this variant; sluice manages
@@ -36,6 +37,7 @@ class Variant:
             "--log-dir", str(log_dir),
             "--quiet",
             *(["--layout", self.layout] if self.layout else []),
+            *(["--fs", self.fs_profile] if self.fs_profile else []),
             *[a for p in paths for a in ("--path", str(p))],
             "--",
             *argv,
@@ -71,7 +73,21 @@ VARIANTS: dict[str, Variant] = {
 LAYOUT_PREFIX = "layout:"
 
 
+# Profile variants: ``fs:MODE:FS.json`` runs under ``sluice run --mode MODE
+# --fs FS.json`` (auto's and stage's first-write size by the calibrated
+# profile, docs/predict.md), beside the same mode without it.
+FS_PREFIX = "fs:"
+
+
 def get(name: str) -> Variant:
+    if name.startswith(FS_PREFIX):
+        mode, _, profile = name[len(FS_PREFIX):].partition(":")
+        if mode not in ("stage", "auto") or not profile:
+            raise UserError(f"variant {name!r}: want fs:MODE:FS.json with MODE stage or auto")
+        from sluice.autolarge import auto_large_of, read_profile
+        if auto_large_of(read_profile(profile)) is None:
+            raise UserError(f"variant {name!r}: {profile} holds no timings of staged against direct writes")
+        return Variant(name, mode, f"under `sluice run --mode {mode} --fs {profile}`", fs_profile=profile)
     if name.startswith(LAYOUT_PREFIX) and len(name) > len(LAYOUT_PREFIX):
         spec = name[len(LAYOUT_PREFIX):]
         return Variant(name, "profile", f"under `sluice run --mode profile --layout {spec}`", layout=spec)
