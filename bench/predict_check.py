@@ -10,6 +10,7 @@ off by more than --tolerance (10 % by default).
     (the bench workloads, then LAMMPS, a CDO/NCO workflow, an h5py script and a PnetCDF code where installed,
     and an AMR checkpoint through MPI-IO and parallel HDF5: --modes acb)
     bench/predict_check.py --target /mnt/sluice-pfs --fs testbed.json   # I/O times too (within --time-tolerance)
+    (a profile with auto's staged-against-direct figures: stage and auto run with --fs, as predict prices them)
     bench/predict_check.py ... --json R.json --keep R.logs; bench/predict_check.py --fs testbed.json --again R.json
     (the second runs nothing: the model again, from the kept profile runs, against R's measurements)
     bench/predict_check.py --agree R1.json R2.json   # two measurements' I/O times against each other
@@ -224,6 +225,10 @@ def main() -> None:
                PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     sys.path.insert(0, str(ROOT / "python"))
+    # a profile with auto's staged-against-direct figures: predict prices
+    # stage and auto as `sluice run --fs` runs them, and so they are run
+    from sluice.autolarge import auto_large_of, read_profile
+    by_fs = a.fs is not None and auto_large_of(read_profile(a.fs)) is not None
     work_root = Path(tempfile.mkdtemp(prefix="sluice-predict-check.", dir=a.target))
     rows, bad = [], 0
     try:
@@ -246,6 +251,8 @@ def main() -> None:
                     steps = workloads(native, tests_bin, work, work_root)[name]
                     assert not isinstance(steps, str)
                     how = ["--mode", mode]
+                    if mode in ("stage", "auto") and by_fs:
+                        how += ["--fs", str(a.fs)]   # (as predict prices them with this profile)
                     if mode == "plan":   # (the plan names the profile run's paths: this run's, here)
                         mine = work_root / f"{name}.plan.{r}.toml"
                         mine.write_text(plan.read_text().replace(f"{name}.profile.0", f"{name}.plan.{r}"))
