@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,26 @@ def crossover(staged: dict[int, float], direct: dict[int, float]) -> int:
     s0, s1, d0, d1 = sizes[k - 1], sizes[k], diff[k - 1], diff[k]
     x = s0 * math.exp(math.log(s1 / s0) * (-d0 / (d1 - d0)))
     return min(s1, max(s0 + 1, PAGE * math.ceil(x / PAGE)))
+
+
+def log_interpolate(points: Mapping[int, float], x: float) -> float:
+    """A figure at size x from those at measured sizes: on a log scale
+    between them, the nearest end's beyond."""
+    pts = sorted(points.items())
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+        if s0 <= x <= s1:
+            return t0 + (t1 - t0) * math.log(x / s0) / math.log(s1 / s0)
+    return pts[-1][1]
+
+
+def per_call_at(points: Mapping[int, float], size: float) -> float:
+    """One call's seconds at size from the measured sizes (log_interpolate;
+    below the smallest, the smallest's: a small call's cost is its fixed
+    part; above the largest, the largest's grown with the bytes)."""
+    top = max(points)
+    return points[top] * size / top if size > top else log_interpolate(points, size)
 
 
 def auto_large_of(profile: dict[str, Any]) -> AutoLarge | None:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice.advise.gain import calls_left
-from sluice.autolarge import auto_large_of
+from sluice.autolarge import auto_large_of, log_interpolate
 from sluice.bench.calibrate import random_reads, small_file_pages
 from sluice.errors import UserError
 from sluice.report.model import FileTotals, Job, per_process_app
@@ -230,19 +230,6 @@ def stdio_buffered(job: Job, unit: int = UNIT) -> dict[str, dict[str, float]]:
     return out
 
 
-def _log_interpolate(points: Mapping[int, float], x: float) -> float:
-    """A call's seconds at size x from those at the calibrated sizes: on a
-    log scale between them, the last one's beyond (its bytes are the
-    caller's to add)."""
-    pts = sorted(points.items())
-    if x <= pts[0][0]:
-        return pts[0][1]
-    for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
-        if s0 <= x <= s1:
-            return t0 + (t1 - t0) * math.log(x / s0) / math.log(s1 / s0)
-    return pts[-1][1]
-
-
 @dataclass
 class FileSystem:
     """What the predicted calls cost: a calibrated profile's figures, or the
@@ -283,9 +270,9 @@ class FileSystem:
         if not self.write_call_s:
             return max(0.0, self.small_write_s - SMALL * per_byte)
         size = max(float(size), 1.0)
-        t = _log_interpolate(self.write_call_s, size)
+        t = log_interpolate(self.write_call_s, size)
         if busy > 0 and self.write_call_busy_s:
-            t += busy * max(0.0, _log_interpolate(self.write_call_busy_s, size) - t)
+            t += busy * max(0.0, log_interpolate(self.write_call_busy_s, size) - t)
         return max(0.0, t - min(size, max(self.write_call_s)) * per_byte)
 
 

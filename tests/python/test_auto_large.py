@@ -122,6 +122,34 @@ def test_run_fs_gives_auto_the_profiles_size_on_its_file_system(tmp_path, logdir
     assert cp.stderr == ""
 
 
+def test_report_fs_sets_each_first_write_decision_beside_the_profiles_prediction(tmp_path, logdir):
+    """Two staged files (first writes of 512 and 64 KiB, traced) under --fs:
+    the report names the way each went, the model's way, each way's
+    predicted cost a call at that size (the profile's figures, between
+    its measured sizes on the log of the size) and the run's own cost a
+    call (its write time over its writes)."""
+    work = tmp_path / "w"
+    work.mkdir()
+    fs = tmp_path / "fs.json"
+    fs.write_text(json.dumps(_profile(work, STAGED, DIRECT)))
+    sluice("run", "-q", "--mode", "auto", "--trace", "10000", "--tier", str(tmp_path / "tier"), "--log-dir",
+           str(logdir), "--path", str(work), "--fs", str(fs), "--",
+           *_script(_write(work / "big", 512 * KIB), _write(work / "small", 64 * KIB)))
+    doc = json.loads(sluice("report", "--json", "--fs", str(fs), str(logdir)).stdout)
+    rows = {Path(r["path"]).name: r for r in doc["first_write_decisions"]["files"]}
+    assert doc["first_write_decisions"]["large"] == 320 * KIB
+    big, small = rows["big"], rows["small"]
+    assert (big["first_write"], big["first_traced"], big["went"], big["model"]) == (512 * KIB, True, "direct", "direct")
+    assert (small["first_write"], small["went"], small["model"]) == (64 * KIB, "staged", "staged")
+    assert small["predicted_staged_s"] == pytest.approx(STAGED[65536])
+    # 512 KiB: halfway between 256 KiB and 1 MiB on the log of the size
+    assert big["predicted_direct_s"] == pytest.approx((DIRECT[262144] + DIRECT[1 << 20]) / 2)
+    e = file_entry(doc, work / "big")
+    assert big["measured_s"] == pytest.approx(e["fs"]["POSIX_F_WRITE_TIME"] / e["app"]["POSIX_WRITES"])
+    text = " ".join(sluice("report", "--fs", str(fs), str(logdir)).stdout.split())
+    assert f"First-write decisions by {work}'s profile" in text and "straight through from 320 KiB" in text
+
+
 def test_run_fs_leaves_a_file_system_where_staging_never_paid_to_profile(tmp_path, logdir):
     work = tmp_path / "w"
     work.mkdir()

@@ -877,6 +877,7 @@ def test_calibrate_writes_a_profile_and_leaves_nothing(native_dir: Path, tmp_pat
     auto = d["auto_write_s"]
     assert sorted(int(q) for q in auto) == [4096, 65536, 256 << 10, 1 << 20, 4 << 20]
     assert all(f[way]["median"] > 0 for f in auto.values() for way in ("staged", "direct"))
+    assert d["auto_write_start_s"]["median"] > 0   # (the program's start and exit, taken off each)
     from sluice.autolarge import auto_large_of
     a = auto_large_of(doc)
     assert a is not None and a.mount == doc["filesystem"]["mount_point"] and a.large >= 1

@@ -441,3 +441,29 @@ def render_tasks(rows: list[dict], width: int = 110) -> str:
                   human_bytes(r["app_bytes_written"]), human_bytes(r["fs_bytes_written"]))
     con.print(t)
     return buf.getvalue()
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.0f} µs" if seconds >= 1e-5 else f"{seconds * 1e6:.1f} µs"
+
+
+def render_decisions(rows: list[dict], model, width: int = 110) -> str:
+    """Each staged file's first-write decision beside the profile's
+    prediction (report --fs; sluice.report.decisions)."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
+    con.print(f"First-write decisions by {model.mount}'s profile (calibrated {model.measured}): straight through "
+              f"from {size_text(model.large) if model.large > 1 else 'any size'}", soft_wrap=True)
+    if not rows:
+        con.print("  (no staged file was written)")
+        return buf.getvalue()
+    t = Table(box=box.SIMPLE_HEAD)
+    for name in ("file", "first write", "went", "model", "predicted a call: staged / direct", "measured a call"):
+        t.add_column(name, justify="left" if name in ("file", "went", "model") else "right", overflow="fold")
+    for r in rows:
+        t.add_row(r["path"], ("" if r["first_traced"] else "~") + size_text(r["first_write"]), r["went"], r["model"],
+                  f"{_us(r['predicted_staged_s'])} / {_us(r['predicted_direct_s'])}", _us(r["measured_s"]))
+    con.print(t)
+    con.print("  (~: no trace, the mean write; measured: the write time in the file system, and in the tier "
+              "for a staged file, over the program's writes)", soft_wrap=True)
+    return buf.getvalue()
