@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NATIVE, bin_path, file_entry, report_json, sluice
+from conftest import NATIVE, REPO, bin_path, file_entry, report_json, sluice
 
 from sluice.advise import advise, to_json
 from sluice.advise.fix import group_paths
@@ -268,6 +268,12 @@ def test_json_shape_and_order(workdir, logdir):
     # setting does both; the files are on this node's own file system, where auto acts only when told
     assert doc["auto"] == f"sluice run --mode auto --auto-local -- {bin_path('sluice-io')} ..."  # long: cut
     assert doc["auto"] in out and "Or, naming no paths: --mode auto" in out
+    # with a calibrated profile that has auto's figures, the line hands it on (auto's first-write size by it)
+    fs = REPO / "bench/results/calibrate-testbed-delay0us-f9684a1.json"
+    with_fs = json.loads(sluice("advise", "--json", "--fs", str(fs), str(logdir)).stdout)
+    assert with_fs["auto"] == f"sluice run --mode auto --auto-local --fs {fs} -- {bin_path('sluice-io')} ..."
+    older = REPO / "bench/results/calibrate-testbed-delay0us-5a82684.json"   # (made before them: no --fs)
+    assert json.loads(sluice("advise", "--json", "--fs", str(older), str(logdir)).stdout)["auto"] == doc["auto"]
 
 
 def test_no_auto_line_where_auto_would_not_apply_the_fix(workdir, logdir):

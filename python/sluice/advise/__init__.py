@@ -14,6 +14,8 @@ every check and threshold.
 
 from __future__ import annotations
 
+import shlex
+
 from sluice.advise.context import context
 from sluice.advise.counters import io_time
 from sluice.advise.finding import Finding
@@ -78,9 +80,10 @@ def _num(x):
 AUTO_COVERS = {"buffer": None, "acb": None, "stage": {"file-per-process-small-files"}}
 
 
-def auto_line(job: Job, findings: list[Finding]) -> str | None:
+def auto_line(job: Job, findings: list[Finding], fs_profile: str | None = None) -> str | None:
     """`sluice run --mode auto -- CMD` when auto's per-file choice is the fix of every finding that asks for a
-    mode (so one setting replaces the policy), else None."""
+    mode (so one setting replaces the policy), else None; with `--fs FS.json` when a calibrated profile with
+    auto's figures was given (auto's first-write size by it)."""
     todo = [f for f in findings if f.mode != "profile" and not f.in_effect and f.policy_paths]
     if not todo:
         return None
@@ -91,15 +94,16 @@ def auto_line(job: Job, findings: list[Finding]) -> str | None:
     mounts = log_mounts(job.logs)
     local = any((m := mount_of(p, mounts)) is not None and m[1] in LOCAL_FS_TYPES
                 for f in todo for p in f.files if p not in f.had_mode)
-    return run_line([], program_command(job), ["--mode auto --auto-local" if local else "--mode auto"])
+    fs = [f"--fs {shlex.quote(fs_profile)}"] if fs_profile else []
+    return run_line([], program_command(job), ["--mode auto --auto-local" if local else "--mode auto", *fs])
 
 
-def to_json(job: Job, findings: list[Finding] | None = None) -> dict:
+def to_json(job: Job, findings: list[Finding] | None = None, fs_profile: str | None = None) -> dict:
     """`sluice advise --json`: {"findings": [...], "auto": CMD or null}, findings most costly first; "auto"
     is the one `--mode auto` command that applies every finding's mode, where there is one."""
     findings = advise(job) if findings is None else findings
     command = program_command(job)
-    return {"findings": [finding_json(f, command) for f in findings], "auto": auto_line(job, findings)}
+    return {"findings": [finding_json(f, command) for f in findings], "auto": auto_line(job, findings, fs_profile)}
 
 
 def plan(findings: list[Finding]) -> list[tuple[str, str]]:

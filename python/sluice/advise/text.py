@@ -31,7 +31,7 @@ def _wrap(label: str, text: str, indent: int = 4) -> list[str]:
                          break_long_words=False, break_on_hyphens=False) or [head.rstrip()]
 
 
-def render(job: Job, findings: list[Finding]) -> str:
+def render(job: Job, findings: list[Finding], fs_profile: str | None = None) -> str:
     T, P = job_times(job)
     modes = ", ".join(sorted({l.info.get("mode", "?") for l in job.logs}))
     out = [f"sluice advise: job {printable(job.job_id)}",
@@ -87,7 +87,7 @@ def render(job: Job, findings: list[Finding]) -> str:
                 for k, table in f.toml.items():
                     sections.setdefault(k, {}).update(table)
         out += [("    " + printable(line)).rstrip() for line in toml_snippet(rules, sections).splitlines()]
-        auto = auto_line(job, findings)
+        auto = auto_line(job, findings, fs_profile)
         if auto:
             out += textwrap.wrap("Or, naming no paths: --mode auto stages the files the program creates, buffers "
                                  "the ones it updates or reads and aggregates MPI-IO writes, which is each "

@@ -30,17 +30,25 @@ def command(as_json: bool, job: str | None, fs_profile: Path | None, logs: tuple
     j = load_job(list(logs), job)
     findings = advise(j)
     prediction = _prediction(j, fs_profile)
+    auto_fs = _auto_profile(fs_profile)
     if as_json:
-        doc = to_json(j, findings)
+        doc = to_json(j, findings, auto_fs)
         if prediction:
             doc["prediction"] = prediction
         click.echo(json.dumps(doc, indent=1))
     else:
-        click.echo(render(j, findings), nl=False)
+        click.echo(render(j, findings, auto_fs), nl=False)
         if prediction:
             from sluice.cli.predict import render as render_prediction
             click.echo("\nWhat each mode would send to the file system (sluice predict, docs/predict.md):")
             click.echo(render_prediction(prediction), nl=False)
+
+
+def _auto_profile(fs_profile: Path | None) -> str | None:
+    """The profile, for `sluice run --mode auto --fs`, when it holds auto's figures."""
+    from sluice.autolarge import auto_large_of, read_profile
+
+    return str(fs_profile) if fs_profile and auto_large_of(read_profile(fs_profile)) else None
 
 
 def _prediction(j, fs_profile: Path | None) -> dict | None:
