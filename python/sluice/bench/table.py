@@ -179,7 +179,8 @@ def print_profile(doc: dict[str, Any], console: Console | None = None) -> None:
     auto = d.get("auto_write_s") or {}   # (profiles made before it was measured have none)
     for size, fig in auto.items():
         t.add_row(f"a new file in {_size(int(size))} calls under auto, per call: staged / direct",
-                  f"{_us(fig['staged']['median'])} / {_us(fig['direct']['median'])}")
+                  f"{_us(fig['staged']['median'])} {_spread(fig['staged'])} / {_us(fig['direct']['median'])} "
+                  f"{_spread(fig['direct'])}")
     if auto:
         a = auto_large_of(doc)
         if a is not None:
