@@ -150,6 +150,25 @@ def test_report_fs_sets_each_first_write_decision_beside_the_profiles_prediction
     assert f"First-write decisions by {work}'s profile" in text and "straight through from 320 KiB" in text
 
 
+def test_farm_fs_gives_its_tasks_the_profiles_size(tmp_path):
+    """sluice farm --fs: each stage-mode task's new file goes straight
+    through from the profile's size (512 KiB calls: above its 320 KiB),
+    the bytes as written."""
+    work = tmp_path / "w"
+    work.mkdir()
+    fs = tmp_path / "fs.json"
+    fs.write_text(json.dumps(_profile(work, STAGED, DIRECT)))
+    logs = tmp_path / "logs"
+    cp = sluice("farm", "-q", "--local-dir", str(tmp_path / "local"), "--log-dir", str(logs), "--path", str(work),
+                "--fs", str(fs), "--grid", "n=1:2", "--", *_write(work / "out.{n}", 512 * KIB), cwd=tmp_path)
+    assert cp.returncode == 0, cp.stderr
+    for n in (1, 2):
+        assert (work / f"out.{n}").stat().st_size == 2 * MIB
+    job = load_job([logs])
+    got = {f.path: f.app.get("POSIX_AUTO_DIRECT", 0) for f in job.files if f.path.startswith(str(work))}
+    assert got == {str(work / "out.1"): 1, str(work / "out.2"): 1}
+
+
 def test_run_fs_leaves_a_file_system_where_staging_never_paid_to_profile(tmp_path, logdir):
     work = tmp_path / "w"
     work.mkdir()

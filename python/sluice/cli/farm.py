@@ -53,6 +53,10 @@ def array_share(tasks: list[Task], env: dict[str, str] | None = None) -> tuple[l
               help="sluice mode for every task (off: run the tasks without sluice).")
 @click.option("--config", "config_file", default=lambda: os.environ.get("SLUICE_CONFIG"), metavar="FILE",
               help="TOML file with sluice settings for the tasks (docs/configuration.md).")
+@click.option("--fs", "fs_profile", default=None, metavar="FS.json",
+              help="A calibrated profile (sluice bench calibrate): in stage and auto mode a task's new file goes "
+                   "straight through from the first-write size the profile found the tier no cheaper at, on that "
+                   "file system (as sluice run --fs).")
 @click.option("--path", "paths", multiple=True, metavar="PREFIX", help="Record and stage only paths under PREFIX.")
 @click.option("--workdir", default="tasks/{#}", show_default=True, metavar="TEMPLATE",
               help="Each task's working directory (created; placeholders filled).")
@@ -78,7 +82,7 @@ def array_share(tasks: list[Task], env: dict[str, str] | None = None) -> tuple[l
 @click.option("--json", "json_file", default=None, metavar="FILE", help="Also write the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the summary.")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
-def command(task_file, grids, jobs, mode, config_file, paths, workdir, input_files, retries, journal_dir, log_dir,
+def command(task_file, grids, jobs, mode, config_file, fs_profile, paths, workdir, input_files, retries, journal_dir, log_dir,
             local_dir, schedule, grace, kill_after, engine, job_id, json_file, quiet, cmd) -> None:
     """Run CMD once per task, each under sluice, on local workers or MPI ranks.
 
@@ -104,6 +108,10 @@ def command(task_file, grids, jobs, mode, config_file, paths, workdir, input_fil
     template = Template(cmd, workdir, input_names)
     template.check(all_tasks)
     settings = load_config(config_file) if config_file else RunSettings()
+    settings.mode = mode
+    if fs_profile and mode != "off":
+        from sluice.cli.run import auto_large_by_profile
+        auto_large_by_profile(settings, fs_profile, quiet or rank != 0)
     local = farm_inputs.open_local_dir(local_dir)
     template.inputs = farm_inputs.localize(list(input_files), local)
     job = job_id or job_id_from_env() or new_job_id()

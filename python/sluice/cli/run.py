@@ -366,12 +366,12 @@ def run_from_options(mode: str | None, config_file: str | None, policy: tuple[st
         if value is not None:
             s.values[setting.env] = setting_value(setting, value, setting.flag)
     if fs_profile:
-        _auto_large_by_profile(s, fs_profile, quiet)
+        auto_large_by_profile(s, fs_profile, quiet)
     return run(list(cmd), mode=s.mode, paths=s.paths, log_dir=log_dir, job_id=job_id, quiet=quiet,
                extra_env=s.env())
 
 
-def _auto_large_by_profile(s: RunSettings, fs_profile: str, quiet: bool) -> None:
+def auto_large_by_profile(s: RunSettings, fs_profile: str, quiet: bool) -> None:
     """--fs: auto's first-write size on the profiled file system by the
     model (sluice.autolarge), as the first SLUICE_DIRECT_FROM rule (the
     user's own, given too, come after it and win for the same prefix);
