@@ -152,7 +152,7 @@ def size_text(n: int) -> str:
 def describe(a: AutoLarge) -> str:
     """The line `sluice run` says."""
     if a.nothing_to_gain:
-        return (f"auto on {a.mount} ({a.fstype}, calibrated {a.measured}): nothing to gain, its files are only "
-                f"profiled ({a.why})")
-    return (f"auto on {a.mount} ({a.fstype}, calibrated {a.measured}): a staged file goes straight through at "
+        return (f"--fs: on {a.mount} ({a.fstype}, calibrated {a.measured}) nothing to gain, auto leaves its files to "
+                f"profile mode ({a.why})")
+    return (f"--fs: on {a.mount} ({a.fstype}, calibrated {a.measured}) a staged file goes straight through at "
             f"a first write of {size_text(a.large)} or more ({a.why})")

@@ -108,7 +108,7 @@ def test_run_fs_gives_auto_the_profiles_size_on_its_file_system(tmp_path, logdir
     cp = sluice("run", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir), "--path",
                 str(work), "--fs", str(fs), "--", *_script(_write(work / "big", 512 * KIB),
                                                            _write(work / "small", 256 * KIB)))
-    assert (f"sluice: auto on {work} (fuse.mfs, calibrated 2026-12-03T07:00:00+0000): a staged file goes straight "
+    assert (f"sluice: --fs: on {work} (fuse.mfs, calibrated 2026-12-03T07:00:00+0000) a staged file goes straight "
             "through at a first write of 320 KiB or more (staged 1.68 ms against direct 1.82 ms a 256 KiB call, "
             "6.99 against 6.24 ms a 1 MiB one)") in cp.stderr
     report = report_json(logdir)
@@ -176,7 +176,7 @@ def test_run_fs_leaves_a_file_system_where_staging_never_paid_to_profile(tmp_pat
     fs.write_text(json.dumps(_profile(work, {q: 2 * t for q, t in DIRECT.items()}, DIRECT)))
     cp = sluice("run", "--mode", "auto", "--tier", str(tmp_path / "tier"), "--log-dir", str(logdir), "--path",
                 str(work), "--fs", str(fs), "--", *_script(_write(work / "f", 4096, 64 * KIB)))
-    assert "nothing to gain, its files are only profiled (staging was cheaper at no measured size)" in cp.stderr
+    assert "nothing to gain, auto leaves its files to profile mode (staging was cheaper at no measured size)" in cp.stderr
     e = file_entry(report_json(logdir), work / "f")
     assert e["app"]["POSIX_STAGED_OPENS"] == 0 and e["fs"]["POSIX_WRITES"] == e["app"]["POSIX_WRITES"] == 16
 
