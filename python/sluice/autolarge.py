@@ -71,8 +71,8 @@ def crossover(staged: dict[int, float], direct: dict[int, float]) -> int:
     """The smallest size from which a staged call costs at least a direct
     one, at it and at every larger measured size: between the last size
     where staging was cheaper and the next, where the two cost the same
-    (the difference taken as linear in the log of the size), rounded up to
-    a page. 1 when staging was cheaper at no size (every write goes
+    (each call's cost taken as linear in its size between two measured
+    ones: a fixed part and its bytes), rounded up to a page. 1 when staging was cheaper at no size (every write goes
     straight through); twice the largest size when it was cheaper at all
     (there is no measurement beyond)."""
     sizes = sorted(staged)
@@ -85,7 +85,7 @@ def crossover(staged: dict[int, float], direct: dict[int, float]) -> int:
     if k == 0:
         return 1
     s0, s1, d0, d1 = sizes[k - 1], sizes[k], diff[k - 1], diff[k]
-    x = s0 * math.exp(math.log(s1 / s0) * (-d0 / (d1 - d0)))
+    x = s0 + (s1 - s0) * (-d0 / (d1 - d0))
     return min(s1, max(s0 + 1, PAGE * math.ceil(x / PAGE)))
 
 
@@ -102,11 +102,19 @@ def log_interpolate(points: Mapping[int, float], x: float) -> float:
 
 
 def per_call_at(points: Mapping[int, float], size: float) -> float:
-    """One call's seconds at size from the measured sizes (log_interpolate;
-    below the smallest, the smallest's: a small call's cost is its fixed
-    part; above the largest, the largest's grown with the bytes)."""
-    top = max(points)
-    return points[top] * size / top if size > top else log_interpolate(points, size)
+    """One call's seconds at size from the measured sizes: linear in the
+    size between two of them (a fixed part and its bytes); below the
+    smallest, the smallest's (a small call's cost is its fixed part); above
+    the largest, the largest's grown with the bytes."""
+    pts = sorted(points.items())
+    if size <= pts[0][0]:
+        return pts[0][1]
+    if size >= pts[-1][0]:
+        return pts[-1][1] * size / pts[-1][0]
+    for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+        if s0 <= size <= s1:
+            return t0 + (t1 - t0) * (size - s0) / (s1 - s0)
+    return pts[-1][1]
 
 
 def auto_large_of(profile: dict[str, Any]) -> AutoLarge | None:

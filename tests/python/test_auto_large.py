@@ -89,8 +89,9 @@ DIRECT = {4096: 126e-6, 65536: 573e-6, 262144: 1.82e-3, 1 << 20: 6.24e-3, 4 << 2
 
 
 def test_the_size_is_where_staging_stops_paying():
-    # between 256 KiB (staged 0.14 ms cheaper) and 1 MiB (0.75 ms dearer), on the log of the size
-    assert crossover(STAGED, DIRECT) == 320 * KIB
+    # between 256 KiB (staged 0.14 ms cheaper) and 1 MiB (0.75 ms dearer), each linear in the size:
+    # 256 KiB + 768 KiB x 0.14 / 0.89 = 376.8 KiB, rounded up to a page
+    assert crossover(STAGED, DIRECT) == 380 * KIB
     assert crossover({1: 2.0, 2: 3.0}, {1: 1.0, 2: 1.0}) == 1          # staging never cheaper: every write
     assert crossover({4096: 1.0, 8192: 1.0}, {4096: 2.0, 8192: 2.0}) == 16384   # always: twice the largest
     # a size where the rounds' noise made staging cheaper again below does not count: the last crossing
@@ -109,7 +110,7 @@ def test_run_fs_gives_auto_the_profiles_size_on_its_file_system(tmp_path, logdir
                 str(work), "--fs", str(fs), "--", *_script(_write(work / "big", 512 * KIB),
                                                            _write(work / "small", 256 * KIB)))
     assert (f"sluice: --fs: on {work} (fuse.mfs, calibrated 2026-12-03T07:00:00+0000) a staged file goes straight "
-            "through at a first write of 320 KiB or more (staged 1.68 ms against direct 1.82 ms a 256 KiB call, "
+            "through at a first write of 380 KiB or more (staged 1.68 ms against direct 1.82 ms a 256 KiB call, "
             "6.99 against 6.24 ms a 1 MiB one)") in cp.stderr
     report = report_json(logdir)
     assert file_entry(report, work / "big")["app"]["POSIX_AUTO_DIRECT"] == 1
@@ -137,22 +138,22 @@ def test_report_fs_sets_each_first_write_decision_beside_the_profiles_prediction
            *_script(_write(work / "big", 512 * KIB), _write(work / "small", 64 * KIB)))
     doc = json.loads(sluice("report", "--json", "--fs", str(fs), str(logdir)).stdout)
     rows = {Path(r["path"]).name: r for r in doc["first_write_decisions"]["files"]}
-    assert doc["first_write_decisions"]["large"] == 320 * KIB
+    assert doc["first_write_decisions"]["large"] == 380 * KIB
     big, small = rows["big"], rows["small"]
     assert (big["first_write"], big["first_traced"], big["went"], big["model"]) == (512 * KIB, True, "direct", "direct")
     assert (small["first_write"], small["went"], small["model"]) == (64 * KIB, "staged", "staged")
     assert small["predicted_staged_s"] == pytest.approx(STAGED[65536])
-    # 512 KiB: halfway between 256 KiB and 1 MiB on the log of the size
-    assert big["predicted_direct_s"] == pytest.approx((DIRECT[262144] + DIRECT[1 << 20]) / 2)
+    # 512 KiB: a third of the way from 256 KiB to 1 MiB, linear in the size
+    assert big["predicted_direct_s"] == pytest.approx(DIRECT[262144] + (DIRECT[1 << 20] - DIRECT[262144]) / 3)
     e = file_entry(doc, work / "big")
     assert big["measured_s"] == pytest.approx(e["fs"]["POSIX_F_WRITE_TIME"] / e["app"]["POSIX_WRITES"])
     text = " ".join(sluice("report", "--fs", str(fs), str(logdir)).stdout.split())
-    assert f"First-write decisions by {work}'s profile" in text and "straight through from 320 KiB" in text
+    assert f"First-write decisions by {work}'s profile" in text and "straight through from 380 KiB" in text
 
 
 def test_farm_fs_gives_its_tasks_the_profiles_size(tmp_path):
     """sluice farm --fs: each stage-mode task's new file goes straight
-    through from the profile's size (512 KiB calls: above its 320 KiB),
+    through from the profile's size (512 KiB calls: above its 380 KiB),
     the bytes as written."""
     work = tmp_path / "w"
     work.mkdir()
@@ -197,7 +198,7 @@ def test_run_fs_with_a_profile_it_cannot_use_is_one_line_and_runs_nothing(tmp_pa
 def test_predict_prices_auto_with_the_profiles_size(tmp_path, logdir):
     """A traced job whose file's first write is 512 KiB: with --auto-large's
     1 MiB auto stages it (its publish: one create, no seek); with a profile
-    whose size is 320 KiB, it goes straight through (the empty file's
+    whose size is 380 KiB, it goes straight through (the empty file's
     publish, the program's descriptor reopened and moved: one more open and
     a seek)."""
     from sluice.predict import predict
@@ -211,7 +212,7 @@ def test_predict_prices_auto_with_the_profiles_size(tmp_path, logdir):
     before = predict(job, calibrated)
     calibrated["data"]["auto_write_s"] = _profile(work, STAGED, DIRECT)["data"]["auto_write_s"]
     after = predict(job, calibrated)
-    assert before["file_system"]["auto_large"] == MIB and after["file_system"]["auto_large"] == 320 * KIB
+    assert before["file_system"]["auto_large"] == MIB and after["file_system"]["auto_large"] == 380 * KIB
     a, b = before["modes"]["auto"]["fs"], after["modes"]["auto"]["fs"]
     assert a["POSIX_SEEKS"] == 0 and b["POSIX_SEEKS"] == 1
     assert b["POSIX_OPENS"] == a["POSIX_OPENS"] + 1
