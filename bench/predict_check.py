@@ -228,6 +228,8 @@ def main() -> None:
     # a profile with auto's staged-against-direct figures: predict prices
     # stage and auto as `sluice run --fs` runs them, and so they are run
     from sluice.autolarge import auto_large_of, read_profile
+    if a.fs is not None:
+        a.fs = a.fs.absolute()   # (the real applications run in directories of their own)
     by_fs = a.fs is not None and auto_large_of(read_profile(a.fs)) is not None
     work_root = Path(tempfile.mkdtemp(prefix="sluice-predict-check.", dir=a.target))
     rows, bad = [], 0

@@ -87,7 +87,8 @@ def get(name: str) -> Variant:
         from sluice.autolarge import auto_large_of, read_profile
         if auto_large_of(read_profile(profile)) is None:
             raise UserError(f"variant {name!r}: {profile} holds no timings of staged against direct writes")
-        return Variant(name, mode, f"under `sluice run --mode {mode} --fs {profile}`", fs_profile=profile)
+        return Variant(name, mode, f"under `sluice run --mode {mode} --fs {profile}`",
+                       fs_profile=str(Path(profile).absolute()))   # (a workload may run in a directory of its own)
     if name.startswith(LAYOUT_PREFIX) and len(name) > len(LAYOUT_PREFIX):
         spec = name[len(LAYOUT_PREFIX):]
         return Variant(name, "profile", f"under `sluice run --mode profile --layout {spec}`", layout=spec)
