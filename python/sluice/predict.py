@@ -648,6 +648,25 @@ def published(mode: str, f: FileTotals, local: bool, direct: bool | None = None)
     return mode == "auto" and not local and staged(f.app) and not direct
 
 
+def deciding_write(events: list[tuple[int, int, int, int, int]]) -> int | None:
+    """The length of a file's first traced write, as auto's move at it sees
+    it: 0 when the move cannot happen then (the file sized by a truncate
+    before it, or open more than once: the library moves only an empty
+    file one description has open, src/tiers/stage.c); None when no write
+    was traced."""
+    depth, sized = 0, False
+    for _, op, _, n, _ in events:
+        if op == 2:
+            depth += 1
+        elif op == 3:
+            depth = max(0, depth - 1)
+        elif op == 4:
+            sized = n > 0
+        elif op == 1:
+            return 0 if sized or depth > 1 else n
+    return None
+
+
 def auto_direct(f: FileTotals, large: int, first_write: int | None) -> bool:
     """Auto sends the staged file straight through at its first write: that
     write (from the trace) is at least large; untraced, every write is (the
@@ -1067,8 +1086,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     lookups = stage_lookups([f for f in files if f.path not in helpers], per_proc)
     tier_names = renamed_on_tier(files)
     events = traced_events(job)
-    auto_goes = {f.path: auto_direct(f, large, next((n for _, op, _, n, _ in events.get(f.path, []) if op == 1),
-                                                    None) if f.path in events else None) for f in files}
+    auto_goes = {f.path: auto_direct(f, large, deciding_write(events[f.path]) if f.path in events else None)
+                 for f in files}
     # (stage goes straight through only by a profile's size: `sluice run --fs`)
     direct_by_mode = {"auto": auto_goes, "stage": auto_goes if by_model else dict.fromkeys(auto_goes, False)}
     on_tier = {f.path for f in files if staged(f.app)} | tier_names
