@@ -220,3 +220,18 @@ def test_predict_prices_auto_with_the_profiles_size(tmp_path, logdir):
     with pytest.raises(UserError):
         from sluice.autolarge import read_profile
         read_profile(tmp_path / "none.json")
+
+
+def test_the_deciding_write_is_the_one_the_library_can_act_on():
+    """auto moves a staged file at its first write only while it is empty
+    and open once (src/tiers/stage.c): sized by a truncate first, or open
+    twice, it stays, and predict sees that in the trace."""
+    from sluice.predict import deciding_write
+
+    opened, closed = (0, 2, -1, 0, 0), (9, 3, -1, 0, 9)
+    write = (5, 1, 0, 512 * KIB, 6)
+    assert deciding_write([opened, write, closed]) == 512 * KIB
+    assert deciding_write([opened, (1, 4, -1, 4096, 1), write, closed]) == 0       # sized first
+    assert deciding_write([opened, (1, 4, -1, 0, 1), write, closed]) == 512 * KIB  # truncated to empty
+    assert deciding_write([opened, (2, 2, -1, 0, 2), write, closed, closed]) == 0  # a second open
+    assert deciding_write([opened, closed]) is None
