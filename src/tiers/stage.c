@@ -150,6 +150,8 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
 
     if ((f->mode != SLUICE_MODE_AUTO && f->mode != SLUICE_MODE_STAGE) || __atomic_load_n(&s->wrote, __ATOMIC_RELAXED))
         return 0;
+    if (f->mode == SLUICE_MODE_STAGE && !sluice_cfg.direct_from[0])
+        return 0;   /* (stage without --direct-from: every write stays on the tier, at no cost to look up) */
     int64_t large = sluice_auto_large(f->rec ? f->rec->path : "", f->mode == SLUICE_MODE_AUTO);
     if (large <= 0)
         return 0;
