@@ -6,6 +6,7 @@ never touches a testbed someone else runs, and always tears down at the end.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -227,6 +228,27 @@ def test_down_stops_everything_and_up_brings_the_data_back(bed: None) -> None:
 
     testbed.up()
     assert _sha(data) == digest
+
+
+def test_up_detaches_a_dead_mount_whose_record_is_gone(bed: None) -> None:
+    """The client killed and the state's run folder lost (a reboot that kept
+    the mount table): the mount answers ENOTCONN; up must mount again."""
+    testbed.up()
+    client = testbed.status()["client"]["pid"]
+    os.kill(client, 9)
+    deadline = time.monotonic() + 10
+    while _running(client) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(OSError) as dead:
+        os.statvfs(MNT)  # stat may answer from the attribute cache a while
+    assert dead.value.errno == errno.ENOTCONN
+    (STATE / "run" / "mountpoint").unlink()
+    testbed.up()
+    probe = MNT / "after-stale.txt"
+    probe.write_text("back\n")
+    assert probe.read_text() == "back\n"
+    assert len(_mounts_at(MNT)) == 1
+    probe.unlink()
 
 
 def test_delay_makes_round_trips_slower(bed: None) -> None:

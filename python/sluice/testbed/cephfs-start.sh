@@ -163,7 +163,9 @@ wait_for 90 "the MDS to become active" mds_active
 
 # ---------------------------------------------------------------- mount
 recorded=$(cat "$RUN/mountpoint" 2> /dev/null || true)
-if [ "$recorded" = "$MNT" ] && ceph_mounted "$MNT" && ! fuse_alive; then
+if ceph_mounted "$MNT" && ! fuse_alive &&
+    { [ "$recorded" = "$MNT" ] || ! stat -f "$MNT" > /dev/null 2>&1; }; then
+    # ours by the record, or a dead mount whose record went with $RUN
     log "stale FUSE mount at $MNT (its client is gone): detaching it"
     umount -l "$MNT" 2> /dev/null || true
 fi

@@ -130,7 +130,11 @@ wait_for 60 "$NCS chunkservers to register" all_ready
 
 # ---------------------------------------------------------------- mount
 recorded=$(cat "$RUN/mountpoint" 2> /dev/null || true)
-if [ "$recorded" = "$MNT" ] && is_mounted "$MNT" && ! client_alive "$MNT"; then
+if is_mounted "$MNT" && ! client_alive "$MNT" &&
+    { [ "$recorded" = "$MNT" ] || ! stat -f "$MNT" > /dev/null 2>&1; }; then
+    # ours by the record, or a dead mount of our type whose record went with
+    # a reboot of $RUN ("Transport endpoint is not connected"): nobody's.
+    # statfs, not stat: stat may answer from FUSE's attribute cache
     log "stale FUSE mount at $MNT (its client is gone): detaching it"
     umount -l "$MNT" 2> /dev/null || true
 fi
