@@ -56,6 +56,7 @@ struct buffer_inode {
     int direct_writes;             /* while scattered: writes that went straight through */
     int retry_after;               /* while scattered: direct writes before buffering is tried again */
     int64_t last_write_end;        /* while scattered: end of the last write */
+    int64_t positional_end;        /* end of the last positional write + 1 (0: none yet) */
     int dirty_noted;               /* counted in inode_dirty_windows() */
     struct buffer_inode *next;     /* table chain */
     struct buffer_desc *descs;     /* descriptions open on it (changed under both locks) */

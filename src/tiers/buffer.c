@@ -350,6 +350,18 @@ static int scattered_write(struct buffer_inode *ino, int64_t off, int64_t n)
     return 0;
 }
 
+/* The smallest positional write that goes straight through when it does
+ * not continue the write before it: an eighth of the unit (512 KiB of the
+ * default 4 MiB), which the file system takes in one request at nearly
+ * its full speed. */
+#define LONE_WRITE_FLOOR (256 * 1024)
+
+static int64_t lone_write_min(const struct buffer_inode *ino)
+{
+    int64_t eighth = (int64_t)ino->unit / 8;
+    return eighth > LONE_WRITE_FLOOR ? eighth : LONE_WRITE_FLOOR;
+}
+
 /* Write n bytes at off (for append: off is the logical end) into ino's
  * window, or straight through. ino->lock held. */
 static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct buffer_inode *ino,
@@ -361,7 +373,15 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
         flush_sync(ino);   /* positional and appended bytes never share a window */
     if (ino->scattered && !append && scattered_write(ino, off, n))
         return write_direct(f, d, ino, buf, n, off, 0);
-    if ((size_t)n >= ino->unit) {
+    /* A large piece that continues no write before it (a box of an N-1
+     * checkpoint, a block at a random offset): a window would copy it and
+     * write it alone (in two where it crosses a window's edge), and no
+     * later write is known to join it. The writes that continue it are
+     * buffered again. */
+    int continues = ino->positional_end == off + 1;
+    if (!append)
+        ino->positional_end = off + n + 1;
+    if ((size_t)n >= ino->unit || (!append && !continues && n >= lone_write_min(ino))) {
         /* Already large: one write, after what overlaps it in memory. */
         if (window_overlap(&ino->win, off, n) || append)
             flush_sync(ino);

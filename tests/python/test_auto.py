@@ -171,6 +171,84 @@ def test_auto_large_zero_stages_whatever_the_size(tmp_path, logdir):
     assert ckpt["fs"]["POSIX_WRITES"] == 2   # published in 4 MiB pieces
 
 
+N_TO_1 = """
+import os
+KIB = 1024
+def child(fn):
+    pid = os.fork()
+    if pid == 0:
+        fn()
+        os._exit(0)
+    return pid
+def make_empty(name):
+    os.close(os.open(name, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o640))
+def fill_part(k):   # a part of one shared file, at its offset, in 3 pieces
+    fd = os.open("shared", os.O_WRONLY)
+    for i in range(3):
+        os.pwrite(fd, bytes([65 + k]) * (64 * KIB), (3 * k + i) * 64 * KIB)
+    os.fsync(fd)
+    os.close(fd)
+def append_line(k):
+    fd = os.open("appended", os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"line %d\\n" % k)
+    os.close(fd)
+for name in ("shared", "appended", "held"):
+    make_empty(name)
+for k in range(3):   # one after the other: the same bytes on every run
+    os.waitpid(child(lambda: fill_part(k)), 0)
+    os.waitpid(child(lambda: append_line(k)), 0)
+held, go = os.pipe(), os.pipe()
+def reader():   # holds "held" open while another process opens it to write
+    fd = os.open("held", os.O_RDONLY)
+    os.write(held[1], b"1")
+    os.read(go[0], 1)
+    os.close(fd)
+r = child(reader)
+os.read(held[0], 1)
+def writer():
+    fd = os.open("held", os.O_WRONLY)
+    os.pwrite(fd, b"H" * 1000, 0)
+    os.close(fd)
+os.waitpid(child(writer), 0)
+os.write(go[1], b"1")
+os.waitpid(r, 0)
+"""
+
+
+def test_an_empty_file_others_fill_in_at_offsets_goes_to_the_file_system(tmp_path, logdir):
+    """N-1: a process creates a file empty and closes it, others open it by
+    name and write their parts at offsets. Under auto the first of them
+    publishes it empty (POSIX_AUTO_DIRECT) and every part goes to the shared
+    file system (through auto's buffer: one write per part), not through the
+    tier, which would write every byte twice. A file others append to, or
+    one another process holds open through the tier, stays staged (one
+    publishing write); stage mode stages them all. The bytes are a plain
+    run's."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    subprocess.run([sys.executable, "-c", N_TO_1], cwd=plain, check=True)
+    for mode in ("auto", "stage"):
+        work, logs = tmp_path / mode, logdir / mode
+        work.mkdir()
+        sluice("run", "-q", "--mode", mode, "--tier", str(tmp_path / f"tier-{mode}"), "--log-dir", str(logs),
+               "--stage-delay", "60000", "--path", str(work), "--", sys.executable, "-c", N_TO_1, cwd=work)
+        report = report_json(logs)
+        for name in ("shared", "appended", "held"):
+            assert (work / name).read_bytes() == (plain / name).read_bytes(), (mode, name)
+            assert (work / name).stat().st_mode == (plain / name).stat().st_mode, (mode, name)
+        e = {name: file_entry(report, work / name) for name in ("shared", "appended", "held")}
+        direct = mode == "auto"
+        assert e["shared"]["app"]["POSIX_AUTO_DIRECT"] == int(direct), mode
+        assert e["shared"]["app"]["POSIX_WRITES"] == 9
+        assert e["shared"]["fs"]["POSIX_WRITES"] == (3 if direct else 1), mode
+        assert e["shared"]["fs"]["POSIX_BYTES_WRITTEN"] == 9 * 64 * 1024
+        assert e["shared"]["fs"]["POSIX_FSYNCS"] == (3 if direct else 0), mode
+        for name in ("appended", "held"):
+            assert e[name]["app"]["POSIX_AUTO_DIRECT"] == 0, (mode, name)
+            assert e[name]["fs"]["POSIX_WRITES"] == 1, (mode, name)
+        assert not list((tmp_path / f"tier-{mode}" / "data").iterdir())
+
+
 def _mount_type(path: Path) -> str:
     best, kind = "", ""
     for line in Path("/proc/self/mounts").read_text().splitlines():

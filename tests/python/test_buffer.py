@@ -152,6 +152,28 @@ def test_scattered_writes_go_straight_through_until_they_follow_each_other(targe
     assert f.read_bytes() == bytes(want)
 
 
+def test_a_large_write_that_continues_nothing_goes_straight_through(target, logdir):
+    """A 1 MiB piece across a 4 MiB window's edge (a box of an N-1
+    checkpoint) reaches the file system whole, as one write, not copied and
+    cut in two of 512 KiB; a run of large writes that continue each other is buffered
+    from its second write on (600 KiB, then 1,200 KiB in one window)."""
+    f = target / "boxes.dat"
+    box = MIB   # (sluice-io writes at most 1 MiB a call)
+    ops = [f"open:{f}:rw,creat", f"pwrite:{box}:{4 * MIB - box // 2}"]
+    ops += [f"pwrite:{600 * 1024}:{8 * MIB + k * 600 * 1024}" for k in range(3)] + ["close"]
+    res = io(logdir, target, ops)
+    assert all(r["ret"] > 0 for r in res[1:-1])
+    app, fs = counters(logdir, f)
+    assert app["POSIX_WRITES"] == 4 and fs["POSIX_WRITES"] == 3
+    sizes = {fs[f"POSIX_ACCESS{i}_ACCESS"]: fs[f"POSIX_ACCESS{i}_COUNT"] for i in range(1, 5)}
+    assert {k: v for k, v in sizes.items() if k} == {box: 1, 600 * 1024: 1, 1200 * 1024: 1}
+    assert fs["POSIX_MAX_BYTE_WRITTEN"] == 8 * MIB + 1800 * 1024 - 1
+    want = bytearray(8 * MIB + 1800 * 1024)
+    want[4 * MIB - box // 2:4 * MIB + box // 2] = b"x" * box
+    want[8 * MIB:] = b"x" * (1800 * 1024)
+    assert f.read_bytes() == bytes(want)
+
+
 def test_strided_writers_sharing_a_file_cost_no_more_writes(target, logdir):
     """4 processes writing interleaved 4 KiB pieces of one file: the file is
     the one plain writes, with no more writes reaching the file system."""
