@@ -676,22 +676,6 @@ def auto_direct(f: FileTotals, large: int, first_write: int | None) -> bool:
     return large_writes_only(f.app, large)
 
 
-def filled_by_others(procs: Mapping[int, Mapping[str, float]]) -> bool:
-    """Auto publishes a staged file empty at the open of another process
-    that fills it in (src/stage/foreign.c): its creators wrote nothing in
-    it, and another process opened it to write, neither creating, emptying
-    nor appending to it, and wrote (N-1: a parent makes the file, its
-    children write their parts). The counters cannot say whether a reader
-    had it open through the tier at that open (then it stays staged)."""
-    made = [c for c in procs.values() if staged(c)]
-    writes = ("POSIX_WRITES", "STDIO_WRITES")
-    if not made or any(_v(c, *writes) > 0 for c in made):
-        return False
-    return any(_v(c, "POSIX_OPENS_WRITE") > 0 and _v(c, *writes) > 0 and
-               _v(c, "POSIX_OPENS_CREATE", "POSIX_OPENS_TRUNC", "POSIX_OPENS_APPEND") == 0
-               for c in procs.values() if not staged(c))
-
-
 def mpiio_helpers(files: list[FileTotals]) -> set[str]:
     """Files the MPI-IO library makes beside a file it opens (OMPIO's
     NAME.locktest.R, ROMIO's shared-pointer files): opened inside
@@ -930,8 +914,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
                  helper: bool = False, replayed: Mapping[str, float] | None = None,
                  later: Mapping[str, float] | None = None, engine_opens: float = 0.0,
-                 acb: tuple[float, float] | None = None, direct: bool | None = None,
-                 filled: bool = False) -> dict[str, float]:
+                 acb: tuple[float, float] | None = None, direct: bool | None = None) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
@@ -941,8 +924,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     (published_early); engine_opens: auto's own MPI-IO opens of it, or of
     the lock-test file beside it (engine_handles); acb: the writes and bytes
     of acb's flush of a file MPI-IO writes (acb_side); direct: auto sends
-    it straight through at its first write (auto_direct); filled: auto
-    publishes it empty at another process's open (filled_by_others)."""
+    it straight through at its first write (auto_direct)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode in ("auto", "acb") and engine_opens:
         fs["POSIX_OPENS"] += engine_opens
@@ -980,7 +962,7 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     # auto's large first write: the empty file published (a create), the
     # program's descriptor reopened on it where it stood (an open and a
     # seek), then straight through, as buffer mode
-    went_direct = mode in ("auto", "stage") and staged(f.app) and not (filled and mode == "auto")
+    went_direct = mode in ("auto", "stage") and staged(f.app)
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
         # the end is: other processes may have appended since)
@@ -994,10 +976,6 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         fs["STDIO_WRITES"] = float(stdio_writes(f.fs, f.app, unit))
         if replayed and not went_direct:
             fs.update(replayed)
-    if filled and mode == "auto":
-        # published empty: its publish's create is the creator's own open;
-        # the other processes' calls reach the file system as under buffer
-        fs["POSIX_STATS"] += lookups
     if went_direct:
         fs["POSIX_OPENS"] += 1
         fs["POSIX_OPENS_WRITE"] += 1
@@ -1110,10 +1088,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
     events = traced_events(job)
     auto_goes = {f.path: auto_direct(f, large, deciding_write(events[f.path]) if f.path in events else None)
                  for f in files}
-    filled = {f.path for f in files if filled_by_others(per_proc.get(f.path, {}))}
     # (stage goes straight through only by a profile's size: `sluice run --fs`)
-    direct_by_mode = {"auto": {**auto_goes, **dict.fromkeys(filled, True)},
-                      "stage": auto_goes if by_model else dict.fromkeys(auto_goes, False)}
+    direct_by_mode = {"auto": auto_goes, "stage": auto_goes if by_model else dict.fromkeys(auto_goes, False)}
     on_tier = {f.path for f in files if staged(f.app)} | tier_names
     busy = BusyTime([(e[0], e[4]) for p in on_tier for e in events.get(p, [])])
     later: dict[str, dict[str, float]] = {}
@@ -1169,8 +1145,7 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
                                 f.path in helpers, replayed_file(f, replayed, streams), later.get(f.path),
-                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct.get(f.path),
-                                f.path in filled).items()}
+                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct.get(f.path)).items()}
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local, goes_direct.get(f.path)) and f.path not in helpers:

@@ -1,9 +1,8 @@
 /*
  * Files other processes on the node staged (the index, names.h): finding
  * one, waiting until its process has let go of it before a change by
- * name, publishing one whose process left it to the last writer that
- * had it open, and (auto mode) publishing an empty one that another
- * process opens to write its part of.
+ * name, and publishing one whose process left it to the last writer that
+ * had it open.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,13 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
 #include "common/diag.h"
 #include "core/config.h"
-#include "core/counters.h"
-#include "core/file.h"
-#include "core/record.h"
-#include "core/stack.h"
 #include "stage/handoff.h"
 #include "stage/journal.h"
 #include "stage/names.h"
@@ -142,45 +136,4 @@ void stage_foreign_takeover(const char *id, const char *abs, struct sluice_recor
         writers_release(stage_st.ldir, users, id, 0);
     }
     SLUICE_REAL(close)(jfd);
-}
-
-/* --mode auto: another process created abs empty and handed it to the job,
- * and this process opens it by name to write into it, neither truncating
- * nor appending: one file many processes write their parts of, at offsets
- * (N-1: a parent creates it, ranks or children fill it in). Through the
- * tier every byte would be written twice, and each writer would share one
- * data file that is published only after the last of them; published now,
- * empty, it costs the create the plain program made, and each part goes
- * straight to the shared file system (through auto's buffer below). An
- * appended log or a rewrite stays on the tier. Not while another process
- * has it open through the tier (the publish would remove the data file
- * under it): then it stays, as in stage mode. 1 when it was published
- * (POSIX_AUTO_DIRECT); the open then goes through as for any other file. */
-int stage_foreign_publish_empty(struct sluice_file *f, const char *abs, int flags)
-{
-    struct journal_entry e;
-    struct stat sb;
-    char why[512];
-    int lockfd, users, rc;
-
-    if (f->mode != SLUICE_MODE_AUTO || (flags & O_ACCMODE) == O_RDONLY || (flags & (O_TRUNC | O_APPEND)))
-        return 0;
-    if (handoff_get(&stage_st.dirs, abs, &e, &lockfd) != 1)
-        return 0;   /* its process still has it open: it decides at its writes */
-    if (SLUICE_REAL(fstatat)(stage_st.ddir, e.id, &sb, AT_SYMLINK_NOFOLLOW) != 0 || sb.st_size != 0 ||
-        (users = writers_hold(stage_st.ldir, e.id)) == -EBUSY) {
-        SLUICE_REAL(close)(lockfd);
-        return 0;   /* written already (its bytes are on the tier), or another writer has it */
-    }
-    sluice_record_split_sides(f->rec);
-    rc = publish_entry(stage_st.ddir, &e, (size_t)sluice_cfg.buffer_size, f->rec, why, sizeof why);
-    if (rc == 0)
-        publish_finish(stage_st.ddir, stage_st.jdir, stage_st.ndir, &e);
-    writers_release(stage_st.ldir, users, e.id, rc == 0);
-    SLUICE_REAL(close)(lockfd);
-    if (rc != 0)
-        return 0;   /* (said by nobody: it stays on the tier, shared, as in stage mode) */
-    uint64_t t = sluice_now();
-    sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_AUTO_DIRECT, t, t);
-    return 1;
 }

@@ -183,8 +183,6 @@ again:
     if (stage_foreign_lookup(abs, &ne)) {
         if ((flags & O_CREAT) && (flags & O_EXCL))
             return -EEXIST;
-        if (!(flags & (O_DIRECTORY | O_PATH)) && stage_foreign_publish_empty(f, abs, flags))
-            return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);
         if (!(flags & (O_DIRECTORY | O_PATH))) {
             struct names_entry again;
             int ufd = writers_join(stage_st.ldir, ne.id);

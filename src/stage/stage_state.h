@@ -157,7 +157,6 @@ int stage_desc_move_to_shared(struct sluice_file *f, struct stage_desc *d);
 int stage_foreign_lookup(const char *abs, struct names_entry *e);
 void stage_wait_published(const char *abs);
 void stage_foreign_takeover(const char *id, const char *abs, struct sluice_record *rec);
-int stage_foreign_publish_empty(struct sluice_file *f, const char *abs, int flags);
 
 /* ---- namespace.c (stage_dir_exists and stage_dir_created: stage.h) */
 int stage_dir_known_locked(const char *dir);
