@@ -676,6 +676,18 @@ def auto_direct(f: FileTotals, large: int, first_write: int | None) -> bool:
     return large_writes_only(f.app, large)
 
 
+def filled_by_others(procs: Mapping[int, Mapping[str, float]]) -> bool:
+    """The processes that made the file wrote nothing in it; another
+    process wrote it (a parent makes a checkpoint, a child fills it in).
+    When auto sends such a file straight through at that process's first
+    write (stage_foreign_move_at_first_write), that process's open was the
+    tier's: the file system sees the publish's create and the reopen only."""
+    made = [c for c in procs.values() if staged(c)]
+    writes = ("POSIX_WRITES", "STDIO_WRITES")
+    return bool(made) and not any(_v(c, *writes) > 0 for c in made) and \
+        any(_v(c, *writes) > 0 for c in procs.values() if not staged(c))
+
+
 def mpiio_helpers(files: list[FileTotals]) -> set[str]:
     """Files the MPI-IO library makes beside a file it opens (OMPIO's
     NAME.locktest.R, ROMIO's shared-pointer files): opened inside
@@ -914,7 +926,8 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
                  lookups: float = 0.0, local: bool = False, on_tier: bool = False,
                  helper: bool = False, replayed: Mapping[str, float] | None = None,
                  later: Mapping[str, float] | None = None, engine_opens: float = 0.0,
-                 acb: tuple[float, float] | None = None, direct: bool | None = None) -> dict[str, float]:
+                 acb: tuple[float, float] | None = None, direct: bool | None = None,
+                 filled: bool = False) -> dict[str, float]:
     """The fs side `mode` would leave of file f (its profile-mode log);
     lookups: stage's own stats at its first creating open; on_tier: a name
     a staged file took (renamed_on_tier); helper: the MPI-IO library's own
@@ -924,7 +937,8 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
     (published_early); engine_opens: auto's own MPI-IO opens of it, or of
     the lock-test file beside it (engine_handles); acb: the writes and bytes
     of acb's flush of a file MPI-IO writes (acb_side); direct: auto sends
-    it straight through at its first write (auto_direct)."""
+    it straight through at its first write (auto_direct); filled: another
+    process than its makers writes it (filled_by_others)."""
     fs = {k: float(f.fs.get(k) or 0) for k in PREDICTED}
     if mode in ("auto", "acb") and engine_opens:
         fs["POSIX_OPENS"] += engine_opens
@@ -961,7 +975,9 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         return out
     # auto's large first write: the empty file published (a create), the
     # program's descriptor reopened on it where it stood (an open and a
-    # seek), then straight through, as buffer mode
+    # seek), then straight through, as buffer mode (written by another
+    # process than its maker: that process's open was the tier's, the
+    # reopen stands for it)
     went_direct = mode in ("auto", "stage") and staged(f.app)
     if mode == "buffer" or mode == "auto":
         # (an O_APPEND descriptor's first write asks the file system where
@@ -977,8 +993,9 @@ def predict_file(mode: str, f: FileTotals, unit: int = UNIT, readahead: int = RE
         if replayed and not went_direct:
             fs.update(replayed)
     if went_direct:
-        fs["POSIX_OPENS"] += 1
-        fs["POSIX_OPENS_WRITE"] += 1
+        if not filled:
+            fs["POSIX_OPENS"] += 1
+            fs["POSIX_OPENS_WRITE"] += 1
         fs["POSIX_SEEKS"] += 1
         fs["POSIX_STATS"] += lookups
     return fs
@@ -1145,7 +1162,8 @@ def predict(job: Job, profile: dict[str, Any] | None = None, scale: int | None =
             one = {k: x * factor for k, x in
                    predict_file(mode, f, unit, readahead, looked, local, f.path in tier_names,
                                 f.path in helpers, replayed_file(f, replayed, streams), later.get(f.path),
-                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct.get(f.path)).items()}
+                                engine.get(f.path, 0.0), aggregated.get(f.path), goes_direct.get(f.path),
+                                filled_by_others(per_proc.get(f.path, {}))).items()}
             for k, x in one.items():
                 total[k] += x
             if published(mode, f, local, goes_direct.get(f.path)) and f.path not in helpers:

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -176,22 +177,33 @@ static void move_foreign_description(struct sluice_file *g, void *arg)
     }
 }
 
-static int foreign_move_to_shared(struct sluice_file *f, struct stage_desc *d)
+/* only_empty: auto's move at a first write, while nobody has written the
+ * data file yet. */
+static int foreign_move_to_shared(struct sluice_file *f, struct stage_desc *d, int only_empty)
 {
     struct foreign_move m = {.path = f->rec->path};
     struct journal_entry e;
+    struct stat sb;
     char why[512];
     int lockfd, users, rc;
 
-    snprintf(m.id, sizeof m.id, "%s", d->foreign_id);
-    if (d->users_fd >= 0) {   /* (our own writer's lock, held shared: released for the publish) */
-        sluice_privfd_close(d->users_fd);
-        d->users_fd = -1;
-    }
+    /* Under the entry's lock no other publish runs: this writer's own lock
+     * (held shared) may be let go for the publish and taken again when
+     * another writer has the file open, with no publish in between. */
     if (handoff_get(&stage_st.dirs, f->rec->path, &e, &lockfd) != 1)
         return -EBUSY;   /* its process still has it open */
     snprintf(m.id, sizeof m.id, "%s", e.id);
+    if (only_empty && (SLUICE_REAL(fstatat)(stage_st.ddir, e.id, &sb, AT_SYMLINK_NOFOLLOW) != 0 || sb.st_size != 0)) {
+        SLUICE_REAL(close)(lockfd);
+        return -EBUSY;   /* written already: its bytes are on the tier */
+    }
+    if (d->users_fd >= 0) {
+        sluice_privfd_close(d->users_fd);
+        d->users_fd = -1;
+    }
     if ((users = writers_hold(stage_st.ldir, e.id)) == -EBUSY) {
+        int ufd = writers_join(stage_st.ldir, e.id);
+        d->users_fd = ufd >= 0 ? ufd : -1;
         SLUICE_REAL(close)(lockfd);
         return -EBUSY;
     }
@@ -211,6 +223,20 @@ static int foreign_move_to_shared(struct sluice_file *f, struct stage_desc *d)
     return rc;
 }
 
+/* Auto's move at the first write of another process's file, handed to the
+ * job and still empty, that this process opened by name: only while no
+ * other writer has it open through the tier (N-1: a parent made it, this
+ * process writes the first part of it). POSIX_AUTO_DIRECT. 0 or -errno. */
+int stage_foreign_move_at_first_write(struct sluice_file *f, struct stage_desc *d)
+{
+    int rc = foreign_move_to_shared(f, d, 1);
+    if (rc == 0) {
+        uint64_t t = sluice_now();
+        sluice_count_meta(f->rec, SLUICE_SIDES_BOTH, POSIX_AUTO_DIRECT, t, t);
+    }
+    return rc;
+}
+
 /* A description on the tier moves to the shared file system: this
  * process's staged file, or another's it opened by name. */
 int stage_desc_move_to_shared(struct sluice_file *f, struct stage_desc *d)
@@ -218,6 +244,6 @@ int stage_desc_move_to_shared(struct sluice_file *f, struct stage_desc *d)
     if (d->s)
         return stage_move_to_shared(f, d, POSIX_FALLBACKS);
     if (d->foreign)
-        return foreign_move_to_shared(f, d);
+        return foreign_move_to_shared(f, d, 0);
     return 0;
 }

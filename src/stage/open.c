@@ -121,6 +121,7 @@ int stage_open_abs(struct sluice_file *f, int level, int dirfd, const char *path
 
     d->s = NULL;
     d->foreign = 0;
+    d->foreign_wrote = 0;
     d->users_fd = -1;
     if (!stage_st.usable || abs[0] != '/')
         return sluice_tier_open(f, level + 1, dirfd, path, flags, mode);

@@ -85,6 +85,7 @@ struct stage_desc {
     mode_t foreign_mode;          /* that file's mode, as the index says */
     int users_fd;                 /* a writer's shared lock on locks/ID.users (-1: none) */
     char foreign_id[96];
+    int foreign_wrote;            /* this description wrote (or decided at its first write) */
 };
 
 struct stage_state {
@@ -152,6 +153,7 @@ int stage_open_abs(struct sluice_file *f, int level, int dirfd, const char *path
 struct stage_desc *stage_desc_of_file(struct sluice_file *g);
 int stage_move_to_shared(struct sluice_file *f, struct stage_desc *d, int counter);
 int stage_desc_move_to_shared(struct sluice_file *f, struct stage_desc *d);
+int stage_foreign_move_at_first_write(struct sluice_file *f, struct stage_desc *d);
 
 /* ---- foreign.c */
 int stage_foreign_lookup(const char *abs, struct names_entry *e);

@@ -170,11 +170,30 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
     return stage_move_to_shared(f, d, POSIX_AUTO_DIRECT) == 0;   /* (not while another process writes it) */
 }
 
+/* The same at the first write of another process's staged file that this
+ * process opened by name, handed to the job and still empty (N-1: a parent
+ * made the checkpoint, its children write their parts): only while no
+ * other process writes it through the tier (stage_foreign_move_at_first_write). */
+static int foreign_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t n)
+{
+    if ((f->mode != SLUICE_MODE_AUTO && f->mode != SLUICE_MODE_STAGE) || d->foreign_wrote)
+        return 0;
+    d->foreign_wrote = 1;
+    if (f->mode == SLUICE_MODE_STAGE && !sluice_cfg.direct_from[0])
+        return 0;
+    int64_t large = sluice_auto_large(f->rec ? f->rec->path : "", f->mode == SLUICE_MODE_AUTO);
+    if (large <= 0 || n < (size_t)large || !(d->foreign_mode & S_IWUSR))
+        return 0;
+    return stage_foreign_move_at_first_write(f, d) == 0;
+}
+
 static ssize_t stage_write(struct sluice_file *f, int level, const void *buf, size_t n, off_t off)
 {
     struct stage_desc *d = stage_desc_of(f, level);
     ssize_t rc;
 
+    if (!d->s && d->foreign && foreign_goes_direct(f, d, n))
+        return sluice_tier_write(f, level + 1, buf, n, off);
     if (!d->s && d->foreign)
         return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(write)(f->fd, buf, n) : SLUICE_REAL(pwrite)(f->fd, buf, n, off)));
     if (!d->s || auto_goes_direct(f, d, n))
@@ -215,6 +234,11 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     struct stage_desc *d = stage_desc_of(f, level);
     ssize_t rc;
 
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++)
+        total += iov[i].iov_len;
+    if (!d->s && d->foreign && foreign_goes_direct(f, d, total))
+        return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (!d->s && d->foreign) {
         if (flags)
             return staged_moved(f, off, sys(SLUICE_REAL(pwritev2)(f->fd, iov, cnt, off, flags)));
@@ -222,9 +246,6 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     }
     if (!d->s)
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
-    size_t total = 0;
-    for (int i = 0; i < cnt; i++)
-        total += iov[i].iov_len;
     if (auto_goes_direct(f, d, total))
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (flags)
