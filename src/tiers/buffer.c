@@ -371,8 +371,6 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
 
     if (!window_empty(&ino->win) && ino->win_append != append)
         flush_sync(ino);   /* positional and appended bytes never share a window */
-    if (ino->scattered && !append && scattered_write(ino, off, n))
-        return write_direct(f, d, ino, buf, n, off, 0);
     /* A large piece that continues no write before it (a box of an N-1
      * checkpoint, a block at a random offset): a window would copy it and
      * write it alone (in two where it crosses a window's edge), and no
@@ -381,6 +379,8 @@ static ssize_t write_locked(struct sluice_file *f, struct buffer_desc *d, struct
     int continues = ino->positional_end == off + 1;
     if (!append)
         ino->positional_end = off + n + 1;
+    if (ino->scattered && !append && scattered_write(ino, off, n))
+        return write_direct(f, d, ino, buf, n, off, 0);
     if ((size_t)n >= ino->unit || (!append && !continues && n >= lone_write_min(ino))) {
         /* Already large: one write, after what overlaps it in memory. */
         if (window_overlap(&ino->win, off, n) || append)

@@ -176,9 +176,9 @@ static int auto_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t 
  * other process writes it through the tier (stage_foreign_move_at_first_write). */
 static int foreign_goes_direct(struct sluice_file *f, struct stage_desc *d, size_t n)
 {
-    if ((f->mode != SLUICE_MODE_AUTO && f->mode != SLUICE_MODE_STAGE) || d->foreign_wrote)
-        return 0;
-    d->foreign_wrote = 1;
+    if ((f->mode != SLUICE_MODE_AUTO && f->mode != SLUICE_MODE_STAGE) ||
+        __atomic_exchange_n(&d->foreign_wrote, 1, __ATOMIC_RELAXED))
+        return 0;   /* (one decision, whichever thread writes first) */
     if (f->mode == SLUICE_MODE_STAGE && !sluice_cfg.direct_from[0])
         return 0;
     int64_t large = sluice_auto_large(f->rec ? f->rec->path : "", f->mode == SLUICE_MODE_AUTO);
@@ -229,15 +229,20 @@ static ssize_t stage_readv(struct sluice_file *f, int level, const struct iovec 
     return staged_moved(f, off, sys(off < 0 ? SLUICE_REAL(readv)(f->fd, iov, cnt) : SLUICE_REAL(preadv)(f->fd, iov, cnt, off)));
 }
 
+static size_t iov_total(const struct iovec *iov, int cnt)
+{
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++)
+        total += iov[i].iov_len;
+    return total;
+}
+
 static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec *iov, int cnt, off_t off, int flags)
 {
     struct stage_desc *d = stage_desc_of(f, level);
     ssize_t rc;
 
-    size_t total = 0;
-    for (int i = 0; i < cnt; i++)
-        total += iov[i].iov_len;
-    if (!d->s && d->foreign && foreign_goes_direct(f, d, total))
+    if (!d->s && d->foreign && foreign_goes_direct(f, d, iov_total(iov, cnt)))
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (!d->s && d->foreign) {
         if (flags)
@@ -246,6 +251,7 @@ static ssize_t stage_writev(struct sluice_file *f, int level, const struct iovec
     }
     if (!d->s)
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
+    size_t total = iov_total(iov, cnt);
     if (auto_goes_direct(f, d, total))
         return sluice_tier_writev(f, level + 1, iov, cnt, off, flags);
     if (flags)
